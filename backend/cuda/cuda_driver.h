@@ -1,0 +1,51 @@
+// The CUDA driver API, loaded at run time (dlopen libcuda.so.1) so that rgpud builds and starts on
+// machines without a driver.  Only the entry points rgpu uses.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+namespace rgpu::backend {
+
+struct CudaDriver {
+#define RGPU_CU_FUNCS(X)                                                               \
+  X(cuInit, CUresult (*)(unsigned))                                                    \
+  X(cuDriverGetVersion, CUresult (*)(int*))                                            \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                              \
+  X(cuGetErrorString, CUresult (*)(CUresult, const char**))                            \
+  X(cuDeviceGetCount, CUresult (*)(int*))                                              \
+  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                         \
+  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                               \
+  X(cuDeviceGetUuid_v2, CUresult (*)(CUuuid*, CUdevice))                               \
+  X(cuDeviceTotalMem_v2, CUresult (*)(size_t*, CUdevice))                              \
+  X(cuDeviceGetAttribute, CUresult (*)(int*, CUdevice_attribute, CUdevice))            \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                      \
+  X(cuDevicePrimaryCtxRelease_v2, CUresult (*)(CUdevice))                              \
+  X(cuDevicePrimaryCtxReset_v2, CUresult (*)(CUdevice))                                \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                          \
+  X(cuCtxSynchronize, CUresult (*)(void))                                              \
+  X(cuMemAlloc_v2, CUresult (*)(CUdeviceptr*, size_t))                                 \
+  X(cuMemFree_v2, CUresult (*)(CUdeviceptr))                                           \
+  X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                   \
+  X(cuMemHostAlloc, CUresult (*)(void**, size_t, unsigned))                            \
+  X(cuMemFreeHost, CUresult (*)(void*))                                                \
+  X(cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void*, size_t))                   \
+  X(cuMemcpyDtoH_v2, CUresult (*)(void*, CUdeviceptr, size_t))                         \
+  X(cuMemcpyDtoD_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t))                   \
+  X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                 \
+  X(cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))
+
+#define RGPU_DECLARE(name, type) \
+  using name##_fn = type;        \
+  name##_fn name = nullptr;
+  RGPU_CU_FUNCS(RGPU_DECLARE)
+#undef RGPU_DECLARE
+
+  // Loads libcuda.so.1 and every entry point, then cuInit.  False with `error` explaining why
+  // (no driver, an old driver, no GPU).
+  bool load(std::string& error);
+  std::string describe(CUresult r) const;
+};
+
+}  // namespace rgpu::backend

@@ -1,0 +1,70 @@
+// The executor interface: what a server session asks of a GPU backend.  `cuda` runs on real GPUs
+// through the driver API; `host` keeps "device memory" in host memory (a test double for machines
+// without a GPU).  Sessions are single-threaded; an executor belongs to one session process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cuda_errors.h"
+
+namespace rgpu::backend {
+
+struct Status {
+  CudaError code = err::Success;
+  std::string message;
+  bool ok() const { return code == err::Success; }
+  static Status success() { return {}; }
+  static Status fail(CudaError c, std::string m) { return {c, std::move(m)}; }
+};
+
+struct DeviceInfo {
+  std::string name;
+  uint8_t uuid[16] = {};
+  uint64_t total_mem = 0;
+  std::vector<std::pair<uint32_t, int32_t>> attrs;  // (cudaDeviceAttr number, value)
+};
+
+// A rectangle of bytes: `height` rows of `width` bytes, `pitch` bytes apart.  A 1-D copy is one row.
+struct Rect {
+  uint64_t width = 0;
+  uint64_t height = 1;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const char* name() const = 0;
+  virtual int device_count() const = 0;
+  virtual int driver_version() const = 0;
+
+  virtual Status device_info(int dev, DeviceInfo& out) = 0;
+  virtual Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) = 0;
+  virtual Status mem_free(int dev, uint64_t ptr) = 0;
+  virtual Status mem_info(int dev, uint64_t& free, uint64_t& total) = 0;
+
+  // Copies between server host memory and device memory; a 2-D copy when rect.height > 1.
+  virtual Status copy_to_device(int dev, uint64_t dst, uint64_t dpitch, const void* src,
+                                uint64_t spitch, Rect rect) = 0;
+  virtual Status copy_to_host(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+                              Rect rect) = 0;
+  virtual Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src,
+                                uint64_t spitch, Rect rect) = 0;
+  virtual Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size) = 0;
+  virtual Status synchronize(int dev) = 0;
+  // Destroys the device's state after the session freed its allocations (cudaDeviceReset).
+  virtual Status reset(int dev) = 0;
+
+  // Device memory the server can address directly (host backend: "device memory" is host memory),
+  // so payloads are received straight into it; nullptr when copies must be staged.
+  virtual void* host_view(int /*dev*/, uint64_t /*ptr*/) { return nullptr; }
+
+  // Page-locked host memory for staging copies (allocated once per session and reused).
+  virtual void* alloc_staging(size_t bytes) = 0;
+  virtual void free_staging(void* p) = 0;
+};
+
+}  // namespace rgpu::backend

@@ -1,0 +1,140 @@
+#include "backend/host/host_executor.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace rgpu::backend {
+namespace {
+
+uint64_t page_round(uint64_t n) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+
+// Attribute values the host double reports: those of a mid-size Hopper-class part, so programs that
+// size their work from properties behave sensibly.  Compute capability 9.0.
+const std::pair<uint32_t, int32_t> kAttrs[] = {
+    {1, 1024},  {2, 1024},     {3, 1024},   {4, 64},    {5, 2147483647}, {6, 65535},
+    {7, 65535}, {8, 49152},    {9, 65536},  {10, 32},   {11, 2147483647}, {12, 65536},
+    {13, 1980000}, {14, 512},  {15, 1},     {16, 132},  {17, 0},  {18, 0},   {19, 1},
+    {20, 0},    {30, 512},     {31, 1},     {32, 0},    {33, 0},  {34, 0},   {35, 0},
+    {36, 2619000}, {37, 5120}, {38, 52428800}, {39, 2048}, {40, 3}, {41, 1}, {50, 0},
+    {51, 32},   {75, 9},       {76, 0},     {78, 1},    {79, 1},  {80, 1},   {81, 233472},
+    {82, 65536}, {83, 1},      {84, 0},     {85, 0},    {86, 0},  {88, 0},   {89, 1},
+    {90, 1},    {91, 0},       {95, 1},     {97, 232448}, {99, 1}, {106, 32}, {108, 0},
+    {109, 134213632}, {111, 1024}, {115, 1}, {120, 1}, {125, 1}, {126, 4}, {130, 0}, {131, -1},
+    {133, 0},   {134, -1},
+};
+
+class HostExecutor final : public Executor {
+ public:
+  explicit HostExecutor(std::vector<HostLedger*> ledgers) : ledgers_(std::move(ledgers)) {
+    for (HostLedger* l : ledgers_) slots_.push_back(l->claim(getpid()));
+    allocs_.resize(ledgers_.size());
+  }
+  ~HostExecutor() override {
+    for (size_t d = 0; d < allocs_.size(); ++d)
+      for (auto& [p, size] : allocs_[d]) release(static_cast<int>(d), p, size);
+  }
+
+  const char* name() const override { return "host"; }
+  int device_count() const override { return static_cast<int>(ledgers_.size()); }
+  int driver_version() const override { return 13000; }
+
+  Status device_info(int dev, DeviceInfo& out) override {
+    out.name = "rgpu host backend (test double, no GPU)";
+    for (int i = 0; i < 16; ++i) out.uuid[i] = static_cast<uint8_t>(0xA0 + i + dev);
+    out.total_mem = ledgers_[dev]->capacity();
+    out.attrs.assign(std::begin(kAttrs), std::end(kAttrs));
+    out.attrs.push_back({33, dev + 1});  // distinct PCI bus ids per emulated device
+    return Status::success();
+  }
+
+  Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) override {
+    uint64_t bytes = page_round(size);
+    if (slots_[dev] < 0 || !ledgers_[dev]->reserve(slots_[dev], bytes))
+      return Status::fail(err::MemoryAllocation, "host backend capacity exhausted");
+    // Device addresses come from their own window (as a GPU's do), far from where the kernel puts
+    // ordinary mappings, so they do not collide with a co-located client's own memory.
+    void* hint = reinterpret_cast<void*>(next_hint_);
+    void* p = mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    next_hint_ += bytes + (2ull << 20);
+    if (p == MAP_FAILED) {
+      ledgers_[dev]->release(slots_[dev], bytes);
+      return Status::fail(err::MemoryAllocation, "host backend mmap failed");
+    }
+    ptr = reinterpret_cast<uint64_t>(p);
+    allocs_[dev][ptr] = bytes;
+    return Status::success();
+  }
+
+  Status mem_free(int dev, uint64_t ptr) override {
+    auto it = allocs_[dev].find(ptr);
+    if (it == allocs_[dev].end()) return Status::fail(err::InvalidValue, "not an allocation");
+    release(dev, it->first, it->second);
+    allocs_[dev].erase(it);
+    return Status::success();
+  }
+
+  Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
+    total = ledgers_[dev]->capacity();
+    free = total - ledgers_[dev]->used();
+    return Status::success();
+  }
+
+  Status copy_to_device(int, uint64_t dst, uint64_t dpitch, const void* src, uint64_t spitch,
+                        Rect r) override {
+    copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r);
+    return Status::success();
+  }
+  Status copy_to_host(int, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+                      Rect r) override {
+    copy2d(dst, dpitch, reinterpret_cast<const void*>(src), spitch, r);
+    return Status::success();
+  }
+  Status copy_on_device(int, uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+                        Rect r) override {
+    copy2d(reinterpret_cast<void*>(dst), dpitch, reinterpret_cast<const void*>(src), spitch, r);
+    return Status::success();
+  }
+  Status memset(int, uint64_t ptr, uint8_t value, uint64_t size) override {
+    ::memset(reinterpret_cast<void*>(ptr), value, size);
+    return Status::success();
+  }
+  Status synchronize(int) override { return Status::success(); }
+  Status reset(int) override { return Status::success(); }
+  void* host_view(int, uint64_t ptr) override { return reinterpret_cast<void*>(ptr); }
+
+  void* alloc_staging(size_t bytes) override { return malloc(bytes); }
+  void free_staging(void* p) override { ::free(p); }
+
+ private:
+  static void copy2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch, Rect r) {
+    for (uint64_t row = 0; row < r.height; ++row)
+      memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch,
+              r.width);
+  }
+  void release(int dev, uint64_t p, uint64_t bytes) {
+    munmap(reinterpret_cast<void*>(p), bytes);
+    ledgers_[dev]->release(slots_[dev], bytes);
+  }
+
+  static constexpr uint64_t kWindow = 0x200000000000ull;  // 32 TiB
+  uint64_t next_hint_ = kWindow;
+  std::vector<HostLedger*> ledgers_;
+  std::vector<int> slots_;
+  std::vector<std::map<uint64_t, uint64_t>> allocs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_host_executor(std::vector<HostLedger*> ledgers) {
+  return std::make_unique<HostExecutor>(std::move(ledgers));
+}
+
+}  // namespace rgpu::backend

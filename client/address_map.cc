@@ -1,0 +1,125 @@
+#include "client/address_map.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <mutex>
+
+#include "common/log.h"
+
+namespace rgpu::client {
+namespace {
+
+template <class Map>
+auto containing(const Map& m, uint64_t p) -> decltype(m.end()) {
+  auto it = m.upper_bound(p);
+  if (it == m.begin()) return m.end();
+  --it;
+  if (p >= it->second.base && p - it->second.base < std::max<uint64_t>(it->second.size, 1))
+    return it;
+  return m.end();
+}
+
+}  // namespace
+
+void AddressMap::reserve_locked(uint64_t base, uint64_t size) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t a = base / page * page;
+  uint64_t b = (base + size + page - 1) / page * page;
+  // Reserve the gaps of [a, b) not already reserved.
+  uint64_t cur = a;
+  auto it = reserved_.upper_bound(a);
+  if (it != reserved_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second > cur) cur = prev->second;
+  }
+  while (cur < b) {
+    uint64_t gap_end = b;
+    if (it != reserved_.end() && it->first < b) gap_end = it->first;
+    if (cur < gap_end) {
+      void* p = mmap(reinterpret_cast<void*>(cur), gap_end - cur, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != cur) {
+        if (p != MAP_FAILED) munmap(p, gap_end - cur);
+        LOG_WARN("device memory at 0x%llx overlaps this process's own memory; cudaMemcpyDefault "
+                 "treats the range as device memory",
+                 static_cast<unsigned long long>(cur));
+      } else {
+        reserved_[cur] = gap_end;
+      }
+    }
+    if (it == reserved_.end() || it->first >= b) break;
+    cur = std::max(cur, it->second);
+    ++it;
+  }
+}
+
+void AddressMap::add_device(const DeviceRange& r) {
+  std::unique_lock lock(mu_);
+  device_[r.base] = r;
+  reserve_locked(r.base, r.size);
+}
+
+std::optional<DeviceRange> AddressMap::remove_device(uint64_t base) {
+  std::unique_lock lock(mu_);
+  auto it = device_.find(base);
+  if (it == device_.end()) return std::nullopt;
+  DeviceRange r = it->second;
+  device_.erase(it);
+  return r;
+}
+
+std::optional<DeviceRange> AddressMap::find_device(uint64_t p) const {
+  std::shared_lock lock(mu_);
+  auto it = containing(device_, p);
+  if (it == device_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool AddressMap::device_range_ok(uint64_t p, uint64_t n, int* device) const {
+  std::shared_lock lock(mu_);
+  auto it = containing(device_, p);
+  if (it == device_.end()) return false;
+  const DeviceRange& r = it->second;
+  if (n > r.size - (p - r.base)) return false;
+  if (device) *device = r.device;
+  return true;
+}
+
+std::vector<DeviceRange> AddressMap::device_allocations(int device) const {
+  std::shared_lock lock(mu_);
+  std::vector<DeviceRange> out;
+  for (auto& [b, r] : device_)
+    if (r.device == device) out.push_back(r);
+  return out;
+}
+
+bool AddressMap::add_host(const HostRange& r) {
+  std::unique_lock lock(mu_);
+  auto it = host_.lower_bound(r.base);
+  if (it != host_.end() && it->first < r.base + r.size) return false;
+  if (it != host_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.base + prev->second.size > r.base) return false;
+  }
+  host_[r.base] = r;
+  return true;
+}
+
+std::optional<HostRange> AddressMap::remove_host(uint64_t base) {
+  std::unique_lock lock(mu_);
+  auto it = host_.find(base);
+  if (it == host_.end()) return std::nullopt;
+  HostRange r = it->second;
+  host_.erase(it);
+  return r;
+}
+
+std::optional<HostRange> AddressMap::find_host(uint64_t p) const {
+  std::shared_lock lock(mu_);
+  auto it = containing(host_, p);
+  if (it == host_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace rgpu::client

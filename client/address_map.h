@@ -1,0 +1,55 @@
+// Where a pointer lives, as far as this process knows: device allocations (per virtual device) and
+// page-locked host memory (cudaMallocHost / cudaHostAlloc / cudaHostRegister).  Anything else is
+// ordinary pageable host memory.
+//
+// Device address ranges are also reserved PROT_NONE in this process, so the client's own memory can
+// never appear at an address that names device memory (cudaMemcpyDefault and
+// cudaPointerGetAttributes stay unambiguous).  Reservations are kept for the life of the process:
+// they cost address space only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <vector>
+
+namespace rgpu::client {
+
+struct DeviceRange {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  int device = 0;
+};
+
+struct HostRange {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  unsigned flags = 0;
+  bool registered = false;  // cudaHostRegister (else allocated by us)
+  int device = 0;           // current device when it was made page-locked
+};
+
+class AddressMap {
+ public:
+  void add_device(const DeviceRange& r);
+  std::optional<DeviceRange> remove_device(uint64_t base);
+  // The allocation containing p, if any.
+  std::optional<DeviceRange> find_device(uint64_t p) const;
+  // True when [p, p+n) lies in one allocation of `device` (any device when device < 0).
+  bool device_range_ok(uint64_t p, uint64_t n, int* device) const;
+  std::vector<DeviceRange> device_allocations(int device) const;
+
+  bool add_host(const HostRange& r);  // false when it overlaps a registered/pinned range
+  std::optional<HostRange> remove_host(uint64_t base);
+  std::optional<HostRange> find_host(uint64_t p) const;
+
+ private:
+  void reserve_locked(uint64_t base, uint64_t size);
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, DeviceRange> device_;
+  std::map<uint64_t, HostRange> host_;
+  std::map<uint64_t, uint64_t> reserved_;  // page ranges held PROT_NONE: base -> end
+};
+
+}  // namespace rgpu::client

@@ -1,0 +1,308 @@
+#include "client/client.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/log.h"
+
+namespace rgpu::client {
+
+using namespace rgpu::proto;
+
+namespace {
+
+thread_local int t_current_device = 0;
+
+uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+}  // namespace
+
+Client& Client::get() {
+  static Client* c = new Client;  // never destroyed: CUDA calls may come from atexit handlers
+  return *c;
+}
+
+Client::Client() {
+  Config cfg = load_config();
+  std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;
+  for (const DeviceSpec& d : cfg.devices) {
+    Virtual v;
+    v.spec = d;
+    auto key = std::make_pair(d.host, d.port);
+    auto it = by_address.find(key);
+    if (it == by_address.end()) {
+      links_.push_back(std::make_unique<ServerLink>(d.host, d.port, cfg.token));
+      it = by_address.emplace(key, links_.back().get()).first;
+    }
+    v.link = it->second;
+    devices_.push_back(std::move(v));
+  }
+}
+
+CudaError Client::check_device(int dev) const {
+  return dev >= 0 && dev < device_count() ? err::Success : err::InvalidDevice;
+}
+
+int Client::current_device() const { return t_current_device; }
+
+CudaError Client::set_current_device(int dev) {
+  if (CudaError e = check_device(dev); e != err::Success) return e;
+  t_current_device = dev;
+  return err::Success;
+}
+
+ServerLink* Client::link(int dev, CudaError* e) {
+  *e = check_device(dev);
+  if (*e != err::Success) return nullptr;
+  Virtual& v = devices_[dev];
+  *e = v.link->ensure_connected();
+  if (*e != err::Success) return nullptr;
+  if (v.spec.gpu >= v.link->hello().gpu_count) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      LOG_ERROR("RGPU_SERVERS entry '%s': the server has %u GPU(s)", v.spec.text.c_str(),
+                v.link->hello().gpu_count);
+    });
+    *e = err::InvalidDevice;
+    return nullptr;
+  }
+  return v.link;
+}
+
+CudaError Client::device_info(int dev, const DeviceInfo** out) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  std::lock_guard<std::mutex> lock(info_mu_);
+  Virtual& v = devices_[dev];
+  if (!v.info) {
+    GetDeviceInfoRep rep;
+    e = l->call<GetDeviceInfoMsg>(DeviceReq{v.spec.gpu}, &rep);
+    if (e != err::Success) return e;
+    auto info = std::make_unique<DeviceInfo>();
+    info->name = rep.name;
+    std::memcpy(info->uuid, rep.uuid.data(), 16);
+    info->total_mem = rep.total_mem;
+    for (auto& a : rep.attrs) info->attrs[a.id] = a.value;
+    v.info = std::move(info);
+  }
+  *out = v.info.get();
+  return err::Success;
+}
+
+CudaError Client::driver_version(int dev, int* version) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  *version = l ? l->hello().driver_version : 0;
+  return e;
+}
+
+CudaError Client::synchronize(int dev) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  return l->call<DeviceSynchronizeMsg>(DeviceReq{devices_[dev].spec.gpu});
+}
+
+CudaError Client::reset(int dev) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
+  return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
+}
+
+CudaError Client::mem_get_info(int dev, size_t* free, size_t* total) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  MemGetInfoRep rep;
+  e = l->call<MemGetInfoMsg>(DeviceReq{devices_[dev].spec.gpu}, &rep);
+  if (e == err::Success) {
+    if (free) *free = rep.free;
+    if (total) *total = rep.total;
+  }
+  return e;
+}
+
+CudaError Client::malloc(int dev, size_t size, void** ptr) {
+  if (!ptr) return err::InvalidValue;
+  if (size == 0) {
+    *ptr = nullptr;
+    return err::Success;
+  }
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  MallocRep rep;
+  e = l->call<MallocMsg>(MallocReq{devices_[dev].spec.gpu, size}, &rep);
+  if (e != err::Success) return e;
+  map_.add_device(DeviceRange{rep.ptr, size, dev});
+  *ptr = reinterpret_cast<void*>(rep.ptr);
+  return err::Success;
+}
+
+CudaError Client::free(void* ptr) {
+  if (!ptr) return err::Success;
+  auto r = map_.find_device(u64(ptr));
+  if (!r || r->base != u64(ptr)) return err::InvalidValue;
+  map_.remove_device(r->base);
+  CudaError e;
+  ServerLink* l = link(r->device, &e);
+  if (!l) return e;
+  return l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, r->base});
+}
+
+CudaError Client::resolve_kind(const void* dst, const void* src, CopyKind& kind) const {
+  if (kind != CopyKind::Default) return err::Success;
+  bool d = map_.find_device(u64(dst)).has_value();
+  bool s = map_.find_device(u64(src)).has_value();
+  kind = d ? (s ? CopyKind::DeviceToDevice : CopyKind::HostToDevice)
+           : (s ? CopyKind::DeviceToHost : CopyKind::HostToHost);
+  return err::Success;
+}
+
+CudaError Client::memcpy(void* dst, const void* src, size_t n, CopyKind kind) {
+  return memcpy2d(dst, n, src, n, n, 1, kind);
+}
+
+CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                           size_t height, CopyKind kind) {
+  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) > 4) return err::InvalidMemcpyDirection;
+  if (height > 1 && (width > dpitch || width > spitch)) return err::InvalidPitchValue;
+  if (width == 0 || height == 0) return err::Success;
+  if (!dst || !src) return err::InvalidValue;
+  resolve_kind(dst, src, kind);
+  const uint64_t dext = (height - 1) * dpitch + width;
+  const uint64_t sext = (height - 1) * spitch + width;
+  int ddev = -1, sdev = -1;
+  const bool d_ok = map_.device_range_ok(u64(dst), dext, &ddev);
+  const bool s_ok = map_.device_range_ok(u64(src), sext, &sdev);
+  const bool d_dev = map_.find_device(u64(dst)).has_value();
+  const bool s_dev = map_.find_device(u64(src)).has_value();
+
+  switch (kind) {
+    case CopyKind::HostToHost: {
+      if (d_dev || s_dev) return err::InvalidValue;
+      for (size_t row = 0; row < height; ++row)
+        memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch,
+                width);
+      return err::Success;
+    }
+    case CopyKind::HostToDevice: {
+      if (!d_ok || s_dev) return err::InvalidValue;
+      CudaError e;
+      ServerLink* l = link(ddev, &e);
+      if (!l) return e;
+      const uint32_t gpu = devices_[ddev].spec.gpu;
+      if (height == 1) {
+        iovec v{const_cast<void*>(src), width};
+        return l->call<MemcpyHtoDMsg>(MemcpyHtoDReq{gpu, u64(dst), width}, nullptr, &v, 1);
+      }
+      std::vector<iovec> rows(height);
+      for (size_t i = 0; i < height; ++i)
+        rows[i] = {const_cast<char*>(static_cast<const char*>(src)) + i * spitch, width};
+      return l->call<Memcpy2DHtoDMsg>(Memcpy2DHtoDReq{gpu, u64(dst), dpitch, width, height},
+                                      nullptr, rows.data(), static_cast<int>(height));
+    }
+    case CopyKind::DeviceToHost: {
+      if (!s_ok || d_dev) return err::InvalidValue;
+      CudaError e;
+      ServerLink* l = link(sdev, &e);
+      if (!l) return e;
+      const uint32_t gpu = devices_[sdev].spec.gpu;
+      if (height == 1) {
+        iovec v{dst, width};
+        return l->call<MemcpyDtoHMsg>(MemcpyDtoHReq{gpu, u64(src), width}, nullptr, nullptr, 0, &v,
+                                      1);
+      }
+      std::vector<iovec> rows(height);
+      for (size_t i = 0; i < height; ++i) rows[i] = {static_cast<char*>(dst) + i * dpitch, width};
+      return l->call<Memcpy2DDtoHMsg>(Memcpy2DDtoHReq{gpu, u64(src), spitch, width, height},
+                                      nullptr, nullptr, 0, rows.data(), static_cast<int>(height));
+    }
+    case CopyKind::DeviceToDevice: {
+      if (!d_ok || !s_ok) return err::InvalidValue;
+      if (ddev != sdev) {
+        static std::once_flag once;
+        std::call_once(once, [] {
+          LOG_ERROR("copies between two virtual devices are not supported yet "
+                    "(cudaErrorNotSupported)");
+        });
+        return err::NotSupported;
+      }
+      CudaError e;
+      ServerLink* l = link(ddev, &e);
+      if (!l) return e;
+      const uint32_t gpu = devices_[ddev].spec.gpu;
+      if (height == 1)
+        return l->call<MemcpyDtoDMsg>(MemcpyDtoDReq{gpu, u64(dst), u64(src), width});
+      return l->call<Memcpy2DDtoDMsg>(
+          Memcpy2DDtoDReq{gpu, u64(dst), dpitch, u64(src), spitch, width, height});
+    }
+    case CopyKind::Default:
+      break;
+  }
+  return err::InvalidMemcpyDirection;
+}
+
+CudaError Client::memset(void* ptr, int value, size_t n) {
+  if (n == 0) return err::Success;
+  int dev = -1;
+  if (!map_.device_range_ok(u64(ptr), n, &dev)) return err::InvalidValue;
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  return l->call<MemsetMsg>(
+      MemsetReq{devices_[dev].spec.gpu, u64(ptr), static_cast<uint8_t>(value), n});
+}
+
+CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
+  if (!ptr) return err::InvalidValue;
+  if (size == 0) {
+    *ptr = nullptr;
+    return err::Success;
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return err::MemoryAllocation;
+  map_.add_host(HostRange{u64(p), size, flags, false, current_device()});
+  *ptr = p;
+  return err::Success;
+}
+
+CudaError Client::host_free(void* ptr) {
+  if (!ptr) return err::Success;
+  auto r = map_.remove_host(u64(ptr));
+  if (!r) return err::InvalidValue;
+  if (r->registered) {
+    map_.add_host(*r);
+    return err::InvalidValue;
+  }
+  munmap(ptr, r->size);
+  return err::Success;
+}
+
+CudaError Client::host_register(void* ptr, size_t size, unsigned flags) {
+  if (!ptr || size == 0) return err::InvalidValue;
+  if (map_.find_device(u64(ptr))) return err::InvalidValue;
+  if (!map_.add_host(HostRange{u64(ptr), size, flags, true, current_device()}))
+    return err::HostMemoryAlreadyRegistered;
+  return err::Success;
+}
+
+CudaError Client::host_unregister(void* ptr) {
+  auto r = map_.find_host(u64(ptr));
+  if (!r || !r->registered || r->base != u64(ptr)) return err::HostMemoryNotRegistered;
+  map_.remove_host(r->base);
+  return err::Success;
+}
+
+PointerInfo Client::pointer_info(const void* p) const {
+  if (auto d = map_.find_device(u64(p))) return {MemoryType::Device, d->device, d->base};
+  if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base};
+  return {};
+}
+
+}  // namespace rgpu::client

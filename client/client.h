@@ -1,0 +1,86 @@
+// The client core: virtual devices (RGPU_SERVERS entries), their server links, the address map,
+// and the CUDA memory operations in API-neutral form.  Frontends (libcudart, later libcuda) are
+// thin translations onto this.  Every operation returns a CUDA error code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/address_map.h"
+#include "client/config.h"
+#include "client/server_link.h"
+#include "common/cuda_errors.h"
+
+namespace rgpu::client {
+
+enum class CopyKind { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3, Default = 4 };
+
+struct DeviceInfo {
+  std::string name;
+  uint8_t uuid[16] = {};
+  uint64_t total_mem = 0;
+  std::map<uint32_t, int32_t> attrs;
+  int attr(uint32_t id, int fallback = 0) const {
+    auto it = attrs.find(id);
+    return it == attrs.end() ? fallback : it->second;
+  }
+};
+
+enum class MemoryType { Unregistered = 0, Host = 1, Device = 2 };
+struct PointerInfo {
+  MemoryType type = MemoryType::Unregistered;
+  int device = -2;
+  uint64_t base = 0;
+};
+
+class Client {
+ public:
+  static Client& get();
+
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  CudaError check_device(int dev) const;
+  // The calling thread's current device.
+  int current_device() const;
+  CudaError set_current_device(int dev);
+
+  CudaError device_info(int dev, const DeviceInfo** out);
+  CudaError driver_version(int dev, int* version);
+  CudaError synchronize(int dev);
+  CudaError reset(int dev);
+  CudaError mem_get_info(int dev, size_t* free, size_t* total);
+
+  CudaError malloc(int dev, size_t size, void** ptr);
+  CudaError free(void* ptr);
+  CudaError memcpy(void* dst, const void* src, size_t n, CopyKind kind);
+  CudaError memcpy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                     size_t height, CopyKind kind);
+  CudaError memset(void* ptr, int value, size_t n);
+
+  CudaError host_alloc(void** ptr, size_t size, unsigned flags);
+  CudaError host_free(void* ptr);
+  CudaError host_register(void* ptr, size_t size, unsigned flags);
+  CudaError host_unregister(void* ptr);
+  PointerInfo pointer_info(const void* p) const;
+
+  ServerLink* link(int dev, CudaError* e);
+
+ private:
+  Client();
+  CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
+  struct Virtual {
+    DeviceSpec spec;
+    ServerLink* link = nullptr;
+    std::unique_ptr<DeviceInfo> info;
+  };
+  std::vector<Virtual> devices_;
+  std::vector<std::unique_ptr<ServerLink>> links_;
+  std::mutex info_mu_;
+  AddressMap map_;
+};
+
+}  // namespace rgpu::client

@@ -1,0 +1,24 @@
+// Shared by the libcudart.so.13 translation units: CUDA's declarations (exported with default
+// visibility; the version script keeps everything else local), the per-thread last error, and
+// the "not supported" path.
+#pragma once
+
+#pragma GCC visibility push(default)
+#include <cuda_runtime_api.h>
+#pragma GCC visibility pop
+
+#include "client/client.h"
+#include "common/cuda_errors.h"
+
+namespace rgpu::cudart {
+
+// Records `e` as the calling thread's last error when it is not cudaSuccess, and returns it.
+cudaError_t ret(CudaError e);
+// The last-error slot itself (cudaGetLastError / cudaPeekAtLastError).
+cudaError_t& last_error();
+// For API functions rgpu does not implement: logs the name once, returns cudaErrorNotSupported.
+int unsupported(const char* name);
+
+inline client::Client& core() { return client::Client::get(); }
+
+}  // namespace rgpu::cudart

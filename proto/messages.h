@@ -1,0 +1,206 @@
+// The rgpu message catalogue: every message's fields, declared once.
+//
+// A request type is <Name>Req and its reply <Name>Rep; the catalogue (catalogue.def) gives each its
+// id, whether it is synchronous (the client waits for the reply) or asynchronous (no reply unless it
+// fails: the failure comes back as an AsyncError and is reported at the next synchronizing call), and
+// whether a bulk payload follows the request (In) or the reply (Out).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/wire.h"
+
+namespace rgpu::proto {
+
+constexpr uint32_t kMagic = 0x55504752;  // "RGPU" little-endian
+constexpr uint32_t kProtocolVersion = 1;
+
+enum class Mode : uint8_t { Sync, Async };
+enum class Payload : uint8_t { None, In, Out };
+
+struct Empty {
+  RGPU_NO_FIELDS
+};
+
+// ---- session --------------------------------------------------------------------------------------
+// Hello's first two fields (magic, version) keep their place in every protocol version, so that a
+// server can name both versions when they differ.
+struct HelloReq {
+  uint32_t magic = kMagic;
+  uint32_t version = kProtocolVersion;
+  std::string arch;         // "x86_64-le-lp64": the client's CPU, byte order and data model
+  std::string client_info;  // host, pid and program, for the server's log
+  RGPU_FIELDS(magic, version, arch, client_info)
+};
+struct HelloRep {
+  uint32_t magic = kMagic;
+  uint32_t version = kProtocolVersion;
+  bool auth_required = false;
+  std::array<uint8_t, 32> challenge{};  // nonce for the token challenge-response
+  uint32_t gpu_count = 0;
+  int32_t driver_version = 0;
+  std::string backend;  // "cuda" or "host"
+  std::string server_info;
+  RGPU_FIELDS(magic, version, auth_required, challenge, gpu_count, driver_version, backend,
+              server_info)
+};
+struct AuthReq {
+  std::array<uint8_t, 32> mac{};  // HMAC-SHA256(token, "rgpu-auth-v1" || challenge)
+  RGPU_FIELDS(mac)
+};
+using AuthRep = Empty;
+using PingReq = Empty;
+using PingRep = Empty;
+
+// Sent by the server, unasked, when an asynchronous request failed.
+struct AsyncErrorMsg {
+  uint64_t request_id = 0;
+  uint16_t msg_type = 0;
+  int32_t error = 0;
+  std::string message;
+  RGPU_FIELDS(request_id, msg_type, error, message)
+};
+
+// ---- devices --------------------------------------------------------------------------------------
+struct DeviceReq {
+  uint32_t device = 0;  // GPU index on this server
+  RGPU_FIELDS(device)
+};
+struct DeviceAttr {
+  uint32_t id = 0;  // cudaDeviceAttr / CUdevice_attribute number
+  int32_t value = 0;
+  RGPU_FIELDS(id, value)
+};
+using GetDeviceInfoReq = DeviceReq;
+struct GetDeviceInfoRep {
+  std::string name;
+  std::array<uint8_t, 16> uuid{};
+  uint64_t total_mem = 0;
+  std::vector<DeviceAttr> attrs;
+  RGPU_FIELDS(name, uuid, total_mem, attrs)
+};
+using DeviceSynchronizeReq = DeviceReq;
+using DeviceSynchronizeRep = Empty;
+using DeviceResetReq = DeviceReq;
+using DeviceResetRep = Empty;
+using MemGetInfoReq = DeviceReq;
+struct MemGetInfoRep {
+  uint64_t free = 0;
+  uint64_t total = 0;
+  RGPU_FIELDS(free, total)
+};
+
+// ---- memory ---------------------------------------------------------------------------------------
+struct MallocReq {
+  uint32_t device = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, size)
+};
+struct MallocRep {
+  uint64_t ptr = 0;
+  RGPU_FIELDS(ptr)
+};
+struct FreeReq {
+  uint32_t device = 0;
+  uint64_t ptr = 0;
+  RGPU_FIELDS(device, ptr)
+};
+using FreeRep = Empty;
+
+// Host to device: `size` payload bytes follow the request.
+struct MemcpyHtoDReq {
+  uint32_t device = 0;
+  uint64_t dst = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, dst, size)
+  uint64_t payload_bytes() const { return size; }
+};
+using MemcpyHtoDRep = Empty;
+// Device to host: `size` payload bytes follow the reply.
+struct MemcpyDtoHReq {
+  uint32_t device = 0;
+  uint64_t src = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, src, size)
+  uint64_t payload_bytes() const { return size; }
+};
+using MemcpyDtoHRep = Empty;
+struct MemcpyDtoDReq {
+  uint32_t device = 0;
+  uint64_t dst = 0;
+  uint64_t src = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, dst, src, size)
+};
+using MemcpyDtoDRep = Empty;
+struct MemsetReq {
+  uint32_t device = 0;
+  uint64_t ptr = 0;
+  uint8_t value = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, ptr, value, size)
+};
+using MemsetRep = Empty;
+
+// 2D copies: `height` rows of `width` bytes; rows are packed (width bytes each) in the payload.
+struct Memcpy2DHtoDReq {
+  uint32_t device = 0;
+  uint64_t dst = 0;
+  uint64_t dpitch = 0;
+  uint64_t width = 0;
+  uint64_t height = 0;
+  RGPU_FIELDS(device, dst, dpitch, width, height)
+  uint64_t payload_bytes() const { return width * height; }
+};
+using Memcpy2DHtoDRep = Empty;
+struct Memcpy2DDtoHReq {
+  uint32_t device = 0;
+  uint64_t src = 0;
+  uint64_t spitch = 0;
+  uint64_t width = 0;
+  uint64_t height = 0;
+  RGPU_FIELDS(device, src, spitch, width, height)
+  uint64_t payload_bytes() const { return width * height; }
+};
+using Memcpy2DDtoHRep = Empty;
+struct Memcpy2DDtoDReq {
+  uint32_t device = 0;
+  uint64_t dst = 0;
+  uint64_t dpitch = 0;
+  uint64_t src = 0;
+  uint64_t spitch = 0;
+  uint64_t width = 0;
+  uint64_t height = 0;
+  RGPU_FIELDS(device, dst, dpitch, src, spitch, width, height)
+};
+using Memcpy2DDtoDRep = Empty;
+
+// ---- the catalogue --------------------------------------------------------------------------------
+enum class MsgId : uint16_t {
+#define RGPU_MSG(name, id, mode, payload) name = id,
+#include "proto/catalogue.def"
+#undef RGPU_MSG
+  AsyncError = 0x0004,
+};
+
+#define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                \
+  struct NAME##Msg {                                     \
+    using Req = NAME##Req;                               \
+    using Rep = NAME##Rep;                               \
+    static constexpr MsgId id = MsgId::NAME;             \
+    static constexpr const char* name = #NAME;           \
+    static constexpr Mode mode = Mode::MODE;             \
+    static constexpr Payload payload = Payload::PAYLOAD; \
+  };
+#include "proto/catalogue.def"
+#undef RGPU_MSG
+
+// Name of a message type, or nullptr when the id is not in the catalogue.
+const char* msg_name(uint16_t id);
+// Looks up a message's properties; false when the id is not in the catalogue.
+bool msg_info(uint16_t id, Mode* mode, Payload* payload);
+
+}  // namespace rgpu::proto

@@ -1,0 +1,194 @@
+#include "server/daemon.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "backend/cuda/cuda_executor.h"
+#include "backend/host/host_executor.h"
+#include "common/log.h"
+#include "proto/auth.h"
+#include "server/session.h"
+#include "transport/tcp/tcp.h"
+
+namespace rgpu::server {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+void on_child(int) {}
+
+// Probes the GPU in a throw-away child process: the daemon itself never initialises CUDA, because
+// a CUDA context does not survive fork and every session is a fork of the daemon.
+bool probe_cuda(std::string& why, int& gpus) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    why = "pipe failed";
+    return false;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string error;
+    auto exec = backend::make_cuda_executor(error);
+    std::string msg = exec ? "ok " + std::to_string(exec->device_count()) : "no " + error;
+    ssize_t n = write(fds[1], msg.data(), msg.size());
+    (void)n;
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  if (msg.rfind("ok ", 0) == 0) {
+    gpus = std::stoi(msg.substr(3));
+    return true;
+  }
+  why = msg.size() > 3 ? msg.substr(3) : "the GPU probe crashed";
+  return false;
+}
+
+std::string hostname() {
+  char h[256] = {};
+  gethostname(h, sizeof h - 1);
+  return h;
+}
+
+}  // namespace
+
+int run_daemon(const DaemonConfig& cfg) {
+  std::optional<std::string> token;
+  if (cfg.token_file) {
+    std::string error;
+    token = proto::read_token_file(*cfg.token_file, error);
+    if (!token) {
+      LOG_ERROR("%s", error.c_str());
+      return 2;
+    }
+  }
+
+  bool use_cuda = cfg.backend != BackendKind::Host;
+  if (use_cuda) {
+    std::string why;
+    int gpus = 0;
+    if (probe_cuda(why, gpus)) {
+      LOG_NOTICE("cuda backend: %d GPU(s)", gpus);
+    } else if (cfg.backend == BackendKind::Cuda) {
+      LOG_ERROR("cannot use the cuda backend: %s", why.c_str());
+      return 1;
+    } else {
+      LOG_WARN("no GPU: %s; using the host backend (a test double: host memory, no kernels)",
+               why.c_str());
+      use_cuda = false;
+    }
+  }
+  std::vector<backend::HostLedger*> ledgers;
+  if (!use_cuda) {
+    for (int i = 0; i < cfg.host_gpus; ++i) {
+      auto* l = backend::HostLedger::create(cfg.host_capacity);
+      if (!l) {
+        LOG_ERROR("cannot create the host backend's shared ledger");
+        return 1;
+      }
+      ledgers.push_back(l);
+    }
+  }
+
+  std::unique_ptr<transport::Listener> listener;
+  try {
+    listener = transport::tcp_listen(cfg.listen_host, cfg.listen_port);
+  } catch (const std::exception& e) {
+    LOG_ERROR("%s", e.what());
+    return 1;
+  }
+  if (!listener->is_loopback() && !token) {
+    LOG_ERROR("refusing to listen on %s without authentication: give --token-file (clients set "
+              "RGPU_TOKEN), or listen on loopback",
+              listener->address().c_str());
+    return 2;
+  }
+  if (!cfg.port_file.empty()) {
+    std::string tmp = cfg.port_file + ".tmp";
+    std::ofstream(tmp) << listener->port() << "\n";
+    rename(tmp.c_str(), cfg.port_file.c_str());
+  }
+  LOG_NOTICE("listening on %s (backend %s%s)", listener->address().c_str(),
+           use_cuda ? "cuda" : "host", token ? ", token required" : "");
+
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sa.sa_handler = on_child;  // no SA_RESTART: accept() returns so children are reaped promptly
+  sigaction(SIGCHLD, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const pid_t daemon_pid = getpid();
+  const std::string info = "rgpud " RGPU_VERSION " on " + hostname();
+  std::set<pid_t> children;
+  while (!g_stop) {
+    std::unique_ptr<transport::Connection> conn;
+    try {
+      conn = listener->accept();
+    } catch (const std::exception& e) {
+      LOG_ERROR("%s", e.what());
+    }
+    for (pid_t p; (p = waitpid(-1, nullptr, WNOHANG)) > 0;) {
+      children.erase(p);
+      for (auto* l : ledgers) l->release_process(p);
+    }
+    if (!conn) continue;
+    pid_t pid = fork();
+    if (pid < 0) {
+      LOG_ERROR("fork failed: %s; dropping %s", strerror(errno), conn->peer().c_str());
+      continue;
+    }
+    if (pid > 0) {
+      children.insert(pid);
+      LOG_INFO("client %s: session process %d", conn->peer().c_str(), pid);
+      continue;
+    }
+    // Session process.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != daemon_pid) _exit(0);
+    listener.reset();
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    std::string prefix = "rgpud[" + std::to_string(getpid()) + "]";
+    log::init(prefix.c_str(), log::Level::Notice);
+    std::unique_ptr<backend::Executor> exec;
+    std::string error;
+    if (use_cuda)
+      exec = backend::make_cuda_executor(error);
+    else
+      exec = backend::make_host_executor(ledgers);
+    if (!exec) {
+      LOG_ERROR("cannot start a session: %s", error.c_str());
+      _exit(1);
+    }
+    {
+      Session session(*conn, *exec, SessionConfig{token, info});
+      session.run();
+    }
+    exec.reset();
+    _exit(0);
+  }
+  LOG_NOTICE("stopping; ending %zu session(s)", children.size());
+  for (pid_t p : children) kill(p, SIGTERM);
+  for (pid_t p : children) waitpid(p, nullptr, 0);
+  return 0;
+}
+
+}  // namespace rgpu::server

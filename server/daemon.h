@@ -1,0 +1,25 @@
+// rgpud's main loop: listen, hand each client to its own process, reap them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace rgpu::server {
+
+enum class BackendKind { Cuda, Host, Auto };
+
+struct DaemonConfig {
+  std::string listen_host = "127.0.0.1";
+  uint16_t listen_port = 7766;
+  BackendKind backend = BackendKind::Auto;
+  std::optional<std::string> token_file;
+  uint64_t host_capacity = 8ull << 30;  // host backend: bytes of "device memory" per GPU
+  int host_gpus = 1;                    // host backend: how many GPUs to present
+  std::string port_file;                // write the bound port here once listening
+};
+
+// Runs until SIGTERM/SIGINT.  Returns the process exit code.
+int run_daemon(const DaemonConfig& config);
+
+}  // namespace rgpu::server

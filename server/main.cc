@@ -1,0 +1,90 @@
+// rgpud: the rgpu daemon.  See `rgpud --help`.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "common/strings.h"
+#include "proto/messages.h"
+#include "server/daemon.h"
+
+namespace {
+
+void usage(FILE* out) {
+  fprintf(out,
+          "usage: rgpud [options]\n"
+          "  --listen HOST:PORT    address to listen on (default 127.0.0.1:%u)\n"
+          "  --backend KIND        cuda | host | auto (default auto: cuda when a GPU is usable)\n"
+          "  --token-file FILE     require clients to prove this token (RGPU_TOKEN); mandatory\n"
+          "                        when listening on anything but loopback; mode 0600\n"
+          "  --host-capacity SIZE  host backend: device memory per GPU (default 8GiB)\n"
+          "  --host-gpus N         host backend: GPUs to present (default 1)\n"
+          "  --port-file FILE      write the bound port to FILE once listening (for --listen :0)\n"
+          "  --version             print the version\n"
+          "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
+          rgpu::kDefaultPort);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rgpu::log::init("rgpud", rgpu::log::Level::Notice);
+  rgpu::server::DaemonConfig cfg;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "rgpud: %s needs a value\n", a.c_str());
+        exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    } else if (a == "--version") {
+      printf("rgpud %s (protocol %u)\n", RGPU_VERSION, rgpu::proto::kProtocolVersion);
+      return 0;
+    } else if (a == "--listen") {
+      auto hp = rgpu::parse_host_port(value());
+      if (!hp) {
+        fprintf(stderr, "rgpud: bad --listen address (want HOST:PORT)\n");
+        return 2;
+      }
+      cfg.listen_host = hp->host;
+      cfg.listen_port = hp->port;
+    } else if (a == "--backend") {
+      std::string b = value();
+      if (b == "cuda") cfg.backend = rgpu::server::BackendKind::Cuda;
+      else if (b == "host") cfg.backend = rgpu::server::BackendKind::Host;
+      else if (b == "auto") cfg.backend = rgpu::server::BackendKind::Auto;
+      else {
+        fprintf(stderr, "rgpud: --backend must be cuda, host or auto\n");
+        return 2;
+      }
+    } else if (a == "--token-file") {
+      cfg.token_file = value();
+    } else if (a == "--host-capacity") {
+      auto s = rgpu::parse_size(value());
+      if (!s || *s == 0) {
+        fprintf(stderr, "rgpud: bad --host-capacity (e.g. 512MiB, 8GiB)\n");
+        return 2;
+      }
+      cfg.host_capacity = *s;
+    } else if (a == "--host-gpus") {
+      cfg.host_gpus = atoi(value().c_str());
+      if (cfg.host_gpus < 1 || cfg.host_gpus > 64) {
+        fprintf(stderr, "rgpud: --host-gpus must be 1..64\n");
+        return 2;
+      }
+    } else if (a == "--port-file") {
+      cfg.port_file = value();
+    } else {
+      fprintf(stderr, "rgpud: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  return rgpu::server::run_daemon(cfg);
+}

@@ -1,0 +1,56 @@
+// Transport interfaces: a Connection moves bytes in order between a client and a server; a Listener
+// accepts them.  TCP is the first implementation; shared memory and libfabric come later behind the
+// same interface.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace rgpu::transport {
+
+struct TransportError : std::runtime_error {
+  explicit TransportError(const std::string& what, bool peer_closed = false)
+      : std::runtime_error(what), closed(peer_closed) {}
+  bool closed;  // the peer closed the connection (EOF or reset)
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Sends every byte of the vector (scatter/gather, no intermediate copy).  Throws TransportError.
+  virtual void send_all(const iovec* iov, int count) = 0;
+  // Fills every byte of the vector.  Throws TransportError (closed=true when the peer went away).
+  virtual void recv_all(const iovec* iov, int count) = 0;
+  // Like recv_all for one buffer, but returns false when the peer closed cleanly before the first
+  // byte (the normal end of a session).
+  virtual bool recv_or_eof(void* buf, size_t len) = 0;
+  virtual std::string peer() const = 0;
+  virtual void shutdown() = 0;
+  virtual int fd() const = 0;
+
+  void send(const void* p, size_t n) {
+    iovec v{const_cast<void*>(p), n};
+    send_all(&v, 1);
+  }
+  void recv(void* p, size_t n) {
+    iovec v{p, n};
+    recv_all(&v, 1);
+  }
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // Blocks for the next connection; nullptr when interrupted (EINTR) so the caller can look at signals.
+  virtual std::unique_ptr<Connection> accept() = 0;
+  virtual int fd() const = 0;
+  virtual uint16_t port() const = 0;
+  virtual bool is_loopback() const = 0;
+  virtual std::string address() const = 0;
+};
+
+}  // namespace rgpu::transport

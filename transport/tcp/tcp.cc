@@ -1,0 +1,258 @@
+#include "transport/tcp/tcp.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace rgpu::transport {
+namespace {
+
+constexpr int kSocketBuffer = 8 << 20;
+
+std::string errno_text(int e) { return strerror(e); }
+
+void tune_socket(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int buf = kSocketBuffer;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  int idle = 30, intvl = 5, cnt = 4;
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+std::string sockaddr_text(const sockaddr* sa) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (sa->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  }
+  return "?";
+}
+
+bool sockaddr_is_loopback(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) return in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+class TcpConnection final : public Connection {
+ public:
+  TcpConnection(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+  ~TcpConnection() override { ::close(fd_); }
+
+  void send_all(const iovec* iov, int count) override {
+    std::vector<iovec> v(iov, iov + count);
+    size_t i = 0;
+    while (i < v.size()) {
+      if (v[i].iov_len == 0) {
+        ++i;
+        continue;
+      }
+      msghdr msg{};
+      msg.msg_iov = &v[i];
+      msg.msg_iovlen = std::min<size_t>(v.size() - i, IOV_MAX);
+      ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        throw TransportError("send to " + peer_ + " failed: " + errno_text(e),
+                             e == EPIPE || e == ECONNRESET);
+      }
+      advance(v, i, static_cast<size_t>(n));
+    }
+  }
+
+  void recv_all(const iovec* iov, int count) override {
+    std::vector<iovec> v(iov, iov + count);
+    size_t i = 0;
+    while (i < v.size()) {
+      if (v[i].iov_len == 0) {
+        ++i;
+        continue;
+      }
+      msghdr msg{};
+      msg.msg_iov = &v[i];
+      msg.msg_iovlen = std::min<size_t>(v.size() - i, IOV_MAX);
+      ssize_t n = ::recvmsg(fd_, &msg, MSG_WAITALL);
+      if (n == 0) throw TransportError("connection to " + peer_ + " closed by peer", true);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        throw TransportError("receive from " + peer_ + " failed: " + errno_text(e),
+                             e == ECONNRESET || e == ETIMEDOUT);
+      }
+      advance(v, i, static_cast<size_t>(n));
+    }
+  }
+
+  bool recv_or_eof(void* buf, size_t len) override {
+    size_t got = 0;
+    while (got < len) {
+      ssize_t n = ::recv(fd_, static_cast<char*>(buf) + got, len - got, MSG_WAITALL);
+      if (n == 0) {
+        if (got == 0) return false;
+        throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
+      }
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        if (got == 0 && e == ECONNRESET) return false;
+        throw TransportError("receive from " + peer_ + " failed: " + errno_text(e),
+                             e == ECONNRESET || e == ETIMEDOUT);
+      }
+      got += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  std::string peer() const override { return peer_; }
+  void shutdown() override { ::shutdown(fd_, SHUT_RDWR); }
+  int fd() const override { return fd_; }
+
+ private:
+  static void advance(std::vector<iovec>& v, size_t& i, size_t n) {
+    while (n > 0 && i < v.size()) {
+      if (n >= v[i].iov_len) {
+        n -= v[i].iov_len;
+        v[i].iov_len = 0;
+        ++i;
+      } else {
+        v[i].iov_base = static_cast<char*>(v[i].iov_base) + n;
+        v[i].iov_len -= n;
+        n = 0;
+      }
+    }
+  }
+
+  int fd_;
+  std::string peer_;
+};
+
+class TcpListener final : public Listener {
+ public:
+  TcpListener(int fd, bool loopback) : fd_(fd), loopback_(loopback) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+    address_ = sockaddr_text(reinterpret_cast<sockaddr*>(&ss));
+    port_ = ss.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port)
+                                    : ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  }
+  ~TcpListener() override { ::close(fd_); }
+
+  std::unique_ptr<Connection> accept() override {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) return nullptr;
+      throw TransportError(std::string("accept failed: ") + errno_text(errno));
+    }
+    tune_socket(fd);
+    return std::make_unique<TcpConnection>(fd, sockaddr_text(reinterpret_cast<sockaddr*>(&ss)));
+  }
+  int fd() const override { return fd_; }
+  uint16_t port() const override { return port_; }
+  bool is_loopback() const override { return loopback_; }
+  std::string address() const override { return address_; }
+
+ private:
+  int fd_;
+  bool loopback_;
+  uint16_t port_ = 0;
+  std::string address_;
+};
+
+struct AddrInfo {
+  addrinfo* list = nullptr;
+  ~AddrInfo() {
+    if (list) freeaddrinfo(list);
+  }
+};
+
+void resolve(const std::string& host, uint16_t port, bool passive, AddrInfo& out) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (passive) hints.ai_flags = AI_PASSIVE;
+  std::string service = std::to_string(port);
+  int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &out.list);
+  if (rc != 0)
+    throw TransportError("cannot resolve " + host + ": " + gai_strerror(rc));
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port) {
+  AddrInfo ai;
+  resolve(host, port, false, ai);
+  std::string last = "no address";
+  for (addrinfo* a = ai.list; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      last = errno_text(errno);
+      continue;
+    }
+    tune_socket(fd);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+      return std::make_unique<TcpConnection>(fd, sockaddr_text(a->ai_addr));
+    last = errno_text(errno);
+    ::close(fd);
+  }
+  throw TransportError("cannot connect to " + host + ":" + std::to_string(port) + ": " + last);
+}
+
+std::unique_ptr<Listener> tcp_listen(const std::string& host, uint16_t port) {
+  AddrInfo ai;
+  resolve(host, port, true, ai);
+  std::string last = "no address";
+  for (addrinfo* a = ai.list; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      last = errno_text(errno);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0)
+      return std::make_unique<TcpListener>(fd, sockaddr_is_loopback(a->ai_addr));
+    last = errno_text(errno);
+    ::close(fd);
+  }
+  throw TransportError("cannot listen on " + host + ":" + std::to_string(port) + ": " + last);
+}
+
+std::unique_ptr<Connection> tcp_adopt(int fd, const std::string& peer) {
+  tune_socket(fd);
+  return std::make_unique<TcpConnection>(fd, peer);
+}
+
+}  // namespace rgpu::transport

@@ -1,0 +1,19 @@
+// TCP transport: TCP_NODELAY, large socket buffers, keepalive (a vanished peer is noticed), and
+// scatter/gather sendmsg/recvmsg straight from and into the caller's buffers.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "transport/connection.h"
+
+namespace rgpu::transport {
+
+// Connects to host:port.  Throws TransportError with a message naming the address.
+std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port);
+// Listens on host:port (port 0 picks a free one).  Throws TransportError.
+std::unique_ptr<Listener> tcp_listen(const std::string& host, uint16_t port);
+// Wraps an already connected socket (takes ownership).
+std::unique_ptr<Connection> tcp_adopt(int fd, const std::string& peer);
+
+}  // namespace rgpu::transport
