@@ -9,6 +9,16 @@
 namespace rgpu::log {
 namespace {
 
+int parse_level(const char* v, Level fallback) {
+  if (!v) return static_cast<int>(fallback);
+  if (!strcmp(v, "error")) return 0;
+  if (!strcmp(v, "warn")) return 1;
+  if (!strcmp(v, "notice")) return 2;
+  if (!strcmp(v, "info")) return 3;
+  if (!strcmp(v, "debug")) return 4;
+  return static_cast<int>(fallback);
+}
+
 struct State {
   std::mutex mu;
   std::string prefix = "rgpu";
@@ -20,15 +30,6 @@ State& state() {
   return *s;
 }
 
-int parse_level(const char* v, Level fallback) {
-  if (!v) return static_cast<int>(fallback);
-  if (!strcmp(v, "error")) return 0;
-  if (!strcmp(v, "warn")) return 1;
-  if (!strcmp(v, "notice")) return 2;
-  if (!strcmp(v, "info")) return 3;
-  if (!strcmp(v, "debug")) return 4;
-  return static_cast<int>(fallback);
-}
 
 const char* level_name(Level l) {
   switch (l) {
