@@ -1,0 +1,185 @@
+#include "tests/integration/harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace rgpu::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<char*> cstrs(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+void exec_child(const std::vector<std::string>& argv, const Env& env) {
+  for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  auto args = cstrs(argv);
+  execv(args[0], args.data());
+  fprintf(stderr, "exec %s: %s\n", args[0], strerror(errno));
+  _exit(127);
+}
+
+int decode_status(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return -1;
+}
+
+}  // namespace
+
+std::string cuda_program(const std::string& name) { return std::string(RGPU_CUDA_BIN) + "/" + name; }
+
+Result run(const std::vector<std::string>& argv, const Env& env, int timeout_s) {
+  int out[2], err[2];
+  if (pipe(out) || pipe(err)) throw std::runtime_error("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]), close(err[0]), close(out[1]), close(err[1]);
+    exec_child(argv, env);
+  }
+  close(out[1]);
+  close(err[1]);
+  Result r;
+  auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  bool killed = false;
+  while (open_fds > 0) {
+    int ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (ms <= 0) {
+      kill(pid, SIGKILL);
+      killed = true;
+      break;
+    }
+    if (poll(fds, 2, ms) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[4096];
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  r.status = killed ? 124 : decode_status(st);
+  return r;
+}
+
+Child spawn(const std::vector<std::string>& argv, const Env& env) {
+  int out[2];
+  if (pipe(out)) throw std::runtime_error("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]), close(out[1]);
+    exec_child(argv, env);
+  }
+  close(out[1]);
+  return Child{pid, out[0]};
+}
+
+bool Child::wait_line(const std::string& prefix, int timeout_s, std::string* line) {
+  std::string buf;
+  auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  while (Clock::now() < deadline) {
+    pollfd p{out_fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char c;
+    if (read(out_fd, &c, 1) != 1) return false;
+    if (c != '\n') {
+      buf += c;
+      continue;
+    }
+    if (buf.rfind(prefix, 0) == 0) {
+      if (line) *line = buf;
+      return true;
+    }
+    buf.clear();
+  }
+  return false;
+}
+
+void Child::kill_and_wait(int sig) {
+  if (pid > 0) {
+    kill(pid, sig);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  if (out_fd >= 0) close(out_fd);
+  out_fd = -1;
+}
+
+Daemon::Daemon(std::vector<std::string> extra) {
+  char tmpl[] = "/tmp/rgpud-port-XXXXXX";
+  int fd = mkstemp(tmpl);
+  close(fd);
+  unlink(tmpl);
+  port_file_ = tmpl;
+  std::vector<std::string> argv = {RGPUD_PATH, "--listen", "127.0.0.1:0", "--port-file", port_file_};
+  bool has_backend = false;
+  for (auto& a : extra) has_backend = has_backend || a == "--backend";
+  if (!has_backend) argv.insert(argv.end(), {"--backend", "host"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    setenv("RGPU_LOG", "warn", 1);
+    auto args = cstrs(argv);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < deadline) {
+    std::ifstream in(port_file_);
+    int p = 0;
+    if (in >> p && p > 0) {
+      port_ = static_cast<uint16_t>(p);
+      return;
+    }
+    if (!alive()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("rgpud did not start");
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  unlink(port_file_.c_str());
+}
+
+bool Daemon::alive() const {
+  int st;
+  return waitpid(pid_, &st, WNOHANG) == 0;
+}
+
+Env Daemon::client_env() const {
+  return {{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
+}
+
+}  // namespace rgpu::test

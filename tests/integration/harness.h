@@ -1,0 +1,53 @@
+// Process helpers for the integration tests: a local rgpud on loopback, and CUDA programs run
+// against rgpu's libcudart.so.13 with their output captured.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rgpu::test {
+
+struct Result {
+  int status = -1;  // exit code, or 128 + signal
+  std::string out, err;
+};
+
+using Env = std::map<std::string, std::string>;
+
+// Runs `argv` with extra environment variables; kills it after `timeout_s`.
+Result run(const std::vector<std::string>& argv, const Env& env = {}, int timeout_s = 120);
+
+// A started child whose stdout can be read line by line.
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  // Reads stdout until a line starting with `prefix`; false on EOF or timeout.
+  bool wait_line(const std::string& prefix, int timeout_s, std::string* line = nullptr);
+  void kill_and_wait(int sig);
+};
+Child spawn(const std::vector<std::string>& argv, const Env& env);
+
+class Daemon {
+ public:
+  // Starts rgpud on 127.0.0.1 with a free port and waits until it listens.
+  explicit Daemon(std::vector<std::string> extra_args = {});
+  ~Daemon();
+  uint16_t port() const { return port_; }
+  std::string servers() const { return "127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+  bool alive() const;
+  // Environment for a CUDA program that should use this daemon.
+  Env client_env() const;
+
+ private:
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  std::string port_file_;
+};
+
+std::string cuda_program(const std::string& name);
+
+}  // namespace rgpu::test
