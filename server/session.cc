@@ -240,6 +240,9 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   for (auto& [p, size] : allocs_[dev].all()) exec_.mem_free(dev, p);
   allocs_[dev].clear();
   sticky_ = err::Success;
+  // The staging buffer belongs to a context the reset may destroy; take a new one when needed.
+  if (staging_) exec_.free_staging(staging_);
+  staging_ = nullptr;
   return exec_.reset(dev);
 }
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# GPU end-to-end check, run on a machine with an NVIDIA GPU (the device tool; carry .deps made by
+# scripts/gpu-deps.sh when libsodium-dev is not installed there):
+#   build, start `rgpud --backend cuda` on loopback, run every CUDA test program natively and
+#   through rgpu, compare their outputs, exercise the SIGKILL cleanup on the real GPU, measure,
+#   and print a summary table last.  Logs go to $OUT (or /tmp/rgpu-e2e).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out="${OUT:-/tmp/rgpu-e2e}"
+mkdir -p "$out"
+build="${RGPU_BUILD_DIR:-build-gpu}"
+cuda_root="${RGPU_CUDA_ROOT:-/usr/local/cuda}"
+native_lib="$cuda_root/lib64"
+
+sodium=()
+[ -f .deps/sodium/include/sodium.h ] && sodium=(-DRGPU_SODIUM_ROOT="$root/.deps/sodium")
+echo "== build"
+if ! { cmake -S . -B "$build" -G Ninja -DRGPU_BUILD_TESTS=OFF -DRGPU_CUDA_ROOT="$cuda_root" \
+        -DRGPU_CUDA_ARCH="${RGPU_CUDA_ARCH:-sm_90}" "${sodium[@]}" && ninja -C "$build"; } \
+      >"$out/build.log" 2>&1; then
+  tail -30 "$out/build.log"
+  echo "gpu-e2e: build failed"
+  exit 1
+fi
+
+card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+port_file="$out/port"
+rm -f "$port_file"
+"$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$port_file" 2>"$out/rgpud.log" &
+daemon=$!
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
+for _ in $(seq 300); do [ -s "$port_file" ] && break; sleep 0.05; done
+if [ ! -s "$port_file" ]; then
+  cat "$out/rgpud.log"
+  echo "gpu-e2e: rgpud did not start"
+  exit 1
+fi
+servers="127.0.0.1:$(cat "$port_file")"
+native() { LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+remote() { RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" "$@"; }
+verdict() {  # exit code, stdout file
+  local n
+  n=$(grep -c '^FAIL' "$2")
+  if [ "$1" -eq 0 ]; then echo "passed"; else echo "FAILED rc=$1 ($n)"; fi
+}
+
+rows=()
+failures=0
+for p in memcpy_roundtrip errors pointer_attrs device_query; do
+  echo "== $p"
+  native "$build/cuda/$p" >"$out/$p.native.out" 2>"$out/$p.native.err"; nrc=$?
+  remote "$build/cuda/$p" >"$out/$p.rgpu.out" 2>"$out/$p.rgpu.err"; rrc=$?
+  if diff "$out/$p.native.out" "$out/$p.rgpu.out" >"$out/$p.diff"; then same=identical; else same=DIFFERENT; fi
+  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
+  [ "$same" = identical ] || cat "$out/$p.diff"
+  rows+=("$(printf '%-20s %-16s %-16s %s' "$p" "$(verdict $nrc "$out/$p.native.out")" \
+    "$(verdict $rrc "$out/$p.rgpu.out")" "$same")")
+done
+
+echo "== unsupported (rgpu only)"
+remote "$build/cuda/unsupported" >"$out/unsupported.rgpu.out" 2>"$out/unsupported.rgpu.err"; rrc=$?
+logged=$(grep -c 'cudaGraphCreate is not supported' "$out/unsupported.rgpu.err")
+[ $rrc -eq 0 ] && [ "$logged" -eq 1 ] || failures=$((failures + 1))
+rows+=("$(printf '%-20s %-16s %-16s %s' unsupported "-" "$(verdict $rrc "$out/unsupported.rgpu.out")" "logged $logged time(s)")")
+
+echo "== SIGKILL of a client holding 8 GiB"
+free_of() { remote "$build/cuda/mem_info" | awk '{print $2}'; }
+before=$(free_of)
+mkfifo "$out/hold.fifo" 2>/dev/null
+remote "$build/cuda/hold_memory" 8192 >"$out/hold.fifo" &
+holder=$!
+read -r -t 60 line <"$out/hold.fifo"
+during=$(free_of)
+kill -9 $holder; wait $holder 2>/dev/null
+after=$before
+for _ in $(seq 100); do after=$(free_of); [ "$after" -ge "$before" ] && break; sleep 0.1; done
+held_gib=$(awk -v a="$before" -v b="$during" 'BEGIN{printf "%.1f", (a-b)/1073741824}')
+if [ "$after" -ge "$before" ] && [ "$held_gib" != "0.0" ]; then kill_ok="freed"; else kill_ok="NOT FREED"; failures=$((failures + 1)); fi
+rows+=("$(printf '%-20s %-16s %-16s %s' sigkill-cleanup "-" "$kill_ok" "held $held_gib GiB, free after kill = before")")
+
+echo "== example and latency"
+native "$build/examples/hello_rgpu" >"$out/hello.native" 2>&1
+remote "$build/examples/hello_rgpu" >"$out/hello.rgpu" 2>&1
+bw() { grep -o 'host->device [0-9.]* GB/s, device->host [0-9.]* GB/s' "$1" | awk '{print $2"/"$5}'; }
+ping_us=$(RGPU_SERVERS="$servers" "$build/cli/rgpu" ping -n 5000 | grep -o 'median [0-9.]* us' | awk '{print $2}')
+
+echo
+echo "rgpu GPU end-to-end: $card; rgpud --backend cuda on $servers"
+printf '%-20s %-16s %-16s %s\n' program native rgpu "stdout native vs rgpu"
+for r in "${rows[@]}"; do echo "$r"; done
+printf '%-20s %-16s %-16s %s\n' "256MiB pinned GB/s" "$(bw "$out/hello.native")" "$(bw "$out/hello.rgpu")" "H2D/D2H, one cudaMemcpy each"
+printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
+echo "checks failed: $failures"
+[ $failures -eq 0 ]
