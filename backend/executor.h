@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/cuda_errors.h"
+#include "fatbin/fatbin.h"
 
 namespace rgpu::backend {
 
@@ -32,6 +34,12 @@ struct DeviceInfo {
 struct Rect {
   uint64_t width = 0;
   uint64_t height = 1;
+};
+
+struct LaunchDims {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t shared_mem = 0;
 };
 
 class Executor {
@@ -57,6 +65,24 @@ class Executor {
   virtual Status synchronize(int dev) = 0;
   // Destroys the device's state after the session freed its allocations (cudaDeviceReset).
   virtual Status reset(int dev) = 0;
+
+  // Modules: `image` is a fat binary, `info` what rgpu parsed from it.  Handles are opaque.
+  virtual Status module_load(int dev, const uint8_t* image, size_t size,
+                             const fatbin::ModuleInfo& info, uint64_t& module) = 0;
+  virtual Status module_unload(int dev, uint64_t module) = 0;
+  // Finds a kernel; `driver_layout` is filled when the backend can tell the layout itself.
+  virtual Status kernel_get(int dev, uint64_t module, const std::string& name, uint64_t& kernel,
+                            std::optional<fatbin::KernelLayout>& driver_layout) = 0;
+  virtual Status global_get(int dev, uint64_t module, const std::string& name, uint64_t& addr,
+                            uint64_t& size) = 0;
+  // `params[i]` points at parameter i (inside the packed parameter buffer).
+  virtual Status launch(int dev, uint64_t kernel, const LaunchDims& dims, void** params) = 0;
+  // CUfunction_attribute values 0..15.
+  virtual Status func_attributes(int dev, uint64_t kernel, std::vector<int32_t>& values) = 0;
+  virtual Status func_set_attribute(int dev, uint64_t kernel, int32_t attr, int32_t value) = 0;
+  virtual Status func_set_cache_config(int dev, uint64_t kernel, int32_t config) = 0;
+  virtual Status occupancy(int dev, uint64_t kernel, int32_t block_size, uint64_t dynamic_smem,
+                           uint32_t flags, int32_t& blocks) = 0;
 
   // Device memory the server can address directly (host backend: "device memory" is host memory),
   // so payloads are received straight into it; nullptr when copies must be staged.

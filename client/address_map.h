@@ -20,6 +20,7 @@ struct DeviceRange {
   uint64_t base = 0;
   uint64_t size = 0;
   int device = 0;
+  bool freeable = true;  // false for module variables (__device__, __constant__)
 };
 
 struct HostRange {

@@ -111,6 +111,7 @@ CudaError Client::reset(int dev) {
   ServerLink* l = link(dev, &e);
   if (!l) return e;
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
+  registry_.forget_device(dev);
   return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
 }
 
@@ -147,7 +148,7 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
 CudaError Client::free(void* ptr) {
   if (!ptr) return err::Success;
   auto r = map_.find_device(u64(ptr));
-  if (!r || r->base != u64(ptr)) return err::InvalidValue;
+  if (!r || r->base != u64(ptr) || !r->freeable) return err::InvalidValue;
   map_.remove_device(r->base);
   CudaError e;
   ServerLink* l = link(r->device, &e);

@@ -13,6 +13,7 @@
 
 #include "client/address_map.h"
 #include "client/config.h"
+#include "client/modules.h"
 #include "client/server_link.h"
 #include "common/cuda_errors.h"
 
@@ -69,9 +70,28 @@ class Client {
 
   ServerLink* link(int dev, CudaError* e);
 
+  // Kernels and modules (client/kernels.cc).
+  Registry& registry() { return registry_; }
+  struct Dim3 {
+    uint32_t x = 1, y = 1, z = 1;
+  };
+  // Loads `m` on virtual device `dev` once (by hash when the server has it) and resolves it.
+  CudaError module_on(Module* m, int dev, const LoadedModule** out);
+  CudaError launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
+                   uint64_t stream);
+  CudaError func_attributes(const Function* f, std::vector<int32_t>& values);
+  CudaError func_set_attribute(const Function* f, int attr, int value);
+  CudaError func_set_cache_config(const Function* f, int config);
+  CudaError occupancy(const Function* f, int block_size, size_t dynamic_smem, unsigned flags,
+                      int* blocks);
+  // Address of a __device__/__constant__ variable on the current device.
+  CudaError symbol_address(const Variable* v, uint64_t* addr);
+
  private:
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
+  CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
+                      const LoadedModule** lm);
   struct Virtual {
     DeviceSpec spec;
     ServerLink* link = nullptr;
@@ -81,6 +101,7 @@ class Client {
   std::vector<std::unique_ptr<ServerLink>> links_;
   std::mutex info_mu_;
   AddressMap map_;
+  Registry registry_;
 };
 
 }  // namespace rgpu::client

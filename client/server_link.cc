@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "common/log.h"
@@ -156,8 +157,15 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
       if (rh.type == static_cast<uint16_t>(MsgId::AsyncError) && !(rh.flags & kFlagReply)) {
         AsyncErrorMsg m = decode_message<AsyncErrorMsg>(reply.data(), reply.size());
         const char* what = msg_name(m.msg_type);
-        LOG_INFO("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
+        LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
         if (pending_ == err::Success) pending_ = m.error;
+        continue;
+      }
+      if (rh.type == static_cast<uint16_t>(MsgId::DeviceOutput) && !(rh.flags & kFlagReply)) {
+        // What kernels printed: onto this process's stdout, before the call returns.
+        DeviceOutputMsg m = decode_message<DeviceOutputMsg>(reply.data(), reply.size());
+        fwrite(m.bytes.data(), 1, m.bytes.size(), stdout);
+        fflush(stdout);
         continue;
       }
       if (!(rh.flags & kFlagReply) || rh.request_id != id || rh.type != type)

@@ -46,6 +46,23 @@ bool auth_verify(const std::string& token, const Nonce& challenge, const Mac& ma
   return sodium_memcmp(expect.data(), mac.data(), mac.size()) == 0;
 }
 
+std::array<uint8_t, 32> sha256(const void* data, size_t size) {
+  ensure_sodium();
+  std::array<uint8_t, 32> h;
+  crypto_hash_sha256(h.data(), static_cast<const uint8_t*>(data), size);
+  return h;
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += digits[p[i] >> 4];
+    s += digits[p[i] & 15];
+  }
+  return s;
+}
+
 std::optional<std::string> read_token_file(const std::string& path, std::string& error) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {

@@ -45,6 +45,8 @@ const char* msg_name(uint16_t id) {
 #undef RGPU_MSG
     case static_cast<uint16_t>(MsgId::AsyncError):
       return "AsyncError";
+    case static_cast<uint16_t>(MsgId::DeviceOutput):
+      return "DeviceOutput";
   }
   return nullptr;
 }

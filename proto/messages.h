@@ -178,12 +178,119 @@ struct Memcpy2DDtoDReq {
 };
 using Memcpy2DDtoDRep = Empty;
 
+// ---- modules and kernels -------------------------------------------------------------------------
+// A module is a fat binary named by its SHA-256.  ModuleLookup asks for one the server already has
+// (from this or an earlier session); ModuleLoad sends the image as payload.  Both resolve the
+// kernels and variables the client registered, in the client's order.
+using Hash = std::array<uint8_t, 32>;
+struct VarName {
+  std::string name;
+  uint64_t size = 0;  // as the client registered it
+  RGPU_FIELDS(name, size)
+};
+struct ModuleLookupReq {
+  uint32_t device = 0;
+  Hash hash{};
+  std::vector<std::string> functions;
+  std::vector<VarName> variables;
+  RGPU_FIELDS(device, hash, functions, variables)
+};
+struct ModuleLoadReq {
+  uint32_t device = 0;
+  Hash hash{};
+  uint64_t image_size = 0;
+  std::vector<std::string> functions;
+  std::vector<VarName> variables;
+  RGPU_FIELDS(device, hash, image_size, functions, variables)
+  uint64_t payload_bytes() const { return image_size; }
+};
+struct ParamDesc {
+  uint32_t offset = 0;
+  uint32_t size = 0;
+  RGPU_FIELDS(offset, size)
+};
+struct KernelDesc {
+  bool found = false;
+  std::vector<ParamDesc> params;
+  RGPU_FIELDS(found, params)
+};
+struct VarDesc {
+  bool found = false;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(found, addr, size)
+};
+struct ModuleRep {
+  uint32_t module = 0;  // the session's id for this module on this device
+  std::vector<KernelDesc> kernels;
+  std::vector<VarDesc> variables;
+  RGPU_FIELDS(module, kernels, variables)
+};
+using ModuleLookupRep = ModuleRep;
+using ModuleLoadRep = ModuleRep;
+
+struct LaunchReq {
+  uint32_t device = 0;
+  uint32_t module = 0;
+  uint32_t kernel = 0;  // index into the module's functions
+  uint32_t gx = 1, gy = 1, gz = 1;
+  uint32_t bx = 1, by = 1, bz = 1;
+  uint32_t shared_mem = 0;
+  uint64_t stream = 0;
+  std::vector<uint8_t> args;  // the parameter buffer, packed by the kernel's layout
+  RGPU_FIELDS(device, module, kernel, gx, gy, gz, bx, by, bz, shared_mem, stream, args)
+};
+using LaunchRep = Empty;
+
+struct FuncReq {
+  uint32_t device = 0;
+  uint32_t module = 0;
+  uint32_t kernel = 0;
+  RGPU_FIELDS(device, module, kernel)
+};
+using FuncGetAttributesReq = FuncReq;
+struct FuncGetAttributesRep {
+  std::vector<int32_t> values;  // CUfunction_attribute 0, 1, 2, ...
+  RGPU_FIELDS(values)
+};
+struct FuncSetAttributeReq {
+  FuncReq func;
+  int32_t attr = 0;
+  int32_t value = 0;
+  RGPU_FIELDS(func, attr, value)
+};
+using FuncSetAttributeRep = Empty;
+struct FuncSetCacheConfigReq {
+  FuncReq func;
+  int32_t config = 0;
+  RGPU_FIELDS(func, config)
+};
+using FuncSetCacheConfigRep = Empty;
+struct OccupancyReq {
+  FuncReq func;
+  int32_t block_size = 0;
+  uint64_t dynamic_smem = 0;
+  uint32_t flags = 0;
+  RGPU_FIELDS(func, block_size, dynamic_smem, flags)
+};
+struct OccupancyRep {
+  int32_t blocks = 0;
+  RGPU_FIELDS(blocks)
+};
+
+// Sent by the server, unasked, before the reply of a synchronizing request: what kernels printed.
+struct DeviceOutputMsg {
+  std::vector<uint8_t> bytes;
+  RGPU_FIELDS(bytes)
+};
+
 // ---- the catalogue --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {
 #define RGPU_MSG(name, id, mode, payload) name = id,
 #include "proto/catalogue.def"
 #undef RGPU_MSG
   AsyncError = 0x0004,
+  DeviceOutput = 0x0005,
 };
 
 #define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                \

@@ -1,25 +1,36 @@
-// The device allocations one session made, per GPU: every pointer a request names is checked
-// against it before the backend touches memory, so a bad pointer is a clear cudaErrorInvalidValue
-// on every backend, and a reset or disconnect knows what to release.
+// The device memory one session may touch, per GPU: its allocations (freeable) and the global
+// variables of its modules (not freeable).  Every pointer a request names is checked against it
+// before the backend touches memory, so a bad pointer is a clear cudaErrorInvalidValue on every
+// backend, and a reset or disconnect knows what to release.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace rgpu::server {
 
 class AllocationTable {
  public:
-  void add(uint64_t base, uint64_t size) { allocs_[base] = size; }
-  bool remove(uint64_t base) { return allocs_.erase(base) > 0; }
-  bool is_base(uint64_t p) const { return allocs_.count(p) > 0; }
-  // True when [p, p + size) lies inside one allocation.
+  void add(uint64_t base, uint64_t size, bool freeable = true) { ranges_[base] = {size, freeable}; }
+  bool remove(uint64_t base) { return ranges_.erase(base) > 0; }
+  // True for the base address of a freeable allocation.
+  bool is_base(uint64_t p) const {
+    auto it = ranges_.find(p);
+    return it != ranges_.end() && it->second.freeable;
+  }
+  // True when [p, p + size) lies inside one range.
   bool contains(uint64_t p, uint64_t size) const;
-  const std::map<uint64_t, uint64_t>& all() const { return allocs_; }
-  void clear() { allocs_.clear(); }
+  // The freeable allocations (base addresses).
+  std::vector<uint64_t> allocations() const;
+  void clear() { ranges_.clear(); }
 
  private:
-  std::map<uint64_t, uint64_t> allocs_;
+  struct Range {
+    uint64_t size;
+    bool freeable;
+  };
+  std::map<uint64_t, Range> ranges_;
 };
 
 }  // namespace rgpu::server

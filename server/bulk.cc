@@ -66,6 +66,12 @@ Status Session::send_rows(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t 
   auto* view = static_cast<char*>(exec_.host_view(d, src));
   if (total && !view && !stage)
     return Status::fail(err::MemoryAllocation, "cannot allocate the staging buffer");
+  if (launched_) {
+    // Like CUDA's synchronous copy, wait for earlier kernels first; what they printed is then
+    // complete and goes to the client before the data.
+    if (Status s = exec_.synchronize(d); !s.ok()) return s;
+    forward_output();
+  }
 
   // The reply goes out before the data; a failure part-way is told by the trailing status.
   std::vector<uint8_t> body = encode_ok_reply(Empty{});

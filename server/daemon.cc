@@ -94,6 +94,18 @@ int run_daemon(const DaemonConfig& cfg) {
     }
   }
   std::vector<backend::HostLedger*> ledgers;
+  backend::HostKernels host_kernels;
+  if (!use_cuda && !cfg.host_kernels.empty()) {
+    std::string error;
+    if (!backend::load_host_kernels(cfg.host_kernels, host_kernels, error)) {
+      LOG_ERROR("%s", error.c_str());
+      return 2;
+    }
+    LOG_NOTICE("host backend: %zu kernel(s) from %s", host_kernels.size(), cfg.host_kernels.c_str());
+  }
+  ModuleCache cache(cfg.module_cache == "none" ? ""
+                    : cfg.module_cache.empty() ? default_module_cache_dir()
+                                               : cfg.module_cache);
   if (!use_cuda) {
     for (int i = 0; i < cfg.host_gpus; ++i) {
       auto* l = backend::HostLedger::create(cfg.host_capacity);
@@ -173,13 +185,18 @@ int run_daemon(const DaemonConfig& cfg) {
     if (use_cuda)
       exec = backend::make_cuda_executor(error);
     else
-      exec = backend::make_host_executor(ledgers);
+      exec = backend::make_host_executor(ledgers, &host_kernels);
     if (!exec) {
       LOG_ERROR("cannot start a session: %s", error.c_str());
       _exit(1);
     }
     {
-      Session session(*conn, *exec, SessionConfig{token, info});
+      OutputCapture output;
+      if (!output.start()) LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
+      SessionConfig sc{token, info};
+      sc.module_cache = &cache;
+      sc.output = &output;
+      Session session(*conn, *exec, sc);
       session.run();
     }
     exec.reset();

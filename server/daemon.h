@@ -17,6 +17,8 @@ struct DaemonConfig {
   uint64_t host_capacity = 8ull << 30;  // host backend: bytes of "device memory" per GPU
   int host_gpus = 1;                    // host backend: how many GPUs to present
   std::string port_file;                // write the bound port here once listening
+  std::string host_kernels;             // host backend: plugin of host kernel implementations
+  std::string module_cache;             // fat binaries by hash; "" = default, "none" = off
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

@@ -21,6 +21,10 @@ void usage(FILE* out) {
           "  --host-capacity SIZE  host backend: device memory per GPU (default 8GiB)\n"
           "  --host-gpus N         host backend: GPUs to present (default 1)\n"
           "  --port-file FILE      write the bound port to FILE once listening (for --listen :0)\n"
+          "  --host-kernels SO     host backend: plugin with host implementations of kernels\n"
+          "                        (a test double; see backend/host/host_kernel_api.h)\n"
+          "  --module-cache DIR    where fat binaries are kept by hash (default\n"
+          "                        ~/.cache/rgpud/modules; none to disable)\n"
           "  --version             print the version\n"
           "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
           rgpu::kDefaultPort);
@@ -80,6 +84,10 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--port-file") {
       cfg.port_file = value();
+    } else if (a == "--host-kernels") {
+      cfg.host_kernels = value();
+    } else if (a == "--module-cache") {
+      cfg.module_cache = value();
     } else {
       fprintf(stderr, "rgpud: unknown option %s\n", a.c_str());
       usage(stderr);

@@ -28,11 +28,16 @@ Status invalid(const char* what) { return Status::fail(err::InvalidValue, what);
 }  // namespace
 
 Session::Session(transport::Connection& conn, backend::Executor& exec, SessionConfig config)
-    : conn_(conn), exec_(exec), config_(std::move(config)), allocs_(exec.device_count()) {}
+    : conn_(conn),
+      exec_(exec),
+      config_(std::move(config)),
+      allocs_(exec.device_count()),
+      modules_(exec.device_count()),
+      module_ids_(exec.device_count()) {}
 
 Session::~Session() {
   for (size_t d = 0; d < allocs_.size(); ++d)
-    for (auto& [p, size] : allocs_[d].all()) exec_.mem_free(static_cast<int>(d), p);
+    for (uint64_t p : allocs_[d].allocations()) exec_.mem_free(static_cast<int>(d), p);
   if (staging_) exec_.free_staging(staging_);
 }
 
@@ -149,6 +154,7 @@ void Session::dispatch(const FrameHeader& h, const std::vector<uint8_t>& body) {
   }
   if (payload_left_) drain_payload();
   if (!s.ok() && cuda_error_is_sticky(s.code)) sticky_ = s.code;
+  if (M::mode == Mode::Sync && launched_) forward_output();
   if (reply_sent_) return;  // a payload-out handler answered itself
   if (M::mode == Mode::Sync) {
     if (s.ok())
@@ -237,8 +243,9 @@ Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
 Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   int dev = static_cast<int>(q.device);
-  for (auto& [p, size] : allocs_[dev].all()) exec_.mem_free(dev, p);
+  for (uint64_t p : allocs_[dev].allocations()) exec_.mem_free(dev, p);
   allocs_[dev].clear();
+  unload_modules(dev);
   sticky_ = err::Success;
   // The staging buffer belongs to a context the reset may destroy; take a new one when needed.
   if (staging_) exec_.free_staging(staging_);

@@ -3,6 +3,7 @@
 // when the session ends, however the connection ends.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "proto/auth.h"
 #include "proto/frame.h"
 #include "server/allocation_table.h"
+#include "server/module_cache.h"
+#include "server/output_capture.h"
 #include "transport/connection.h"
 
 namespace rgpu::server {
@@ -19,6 +22,8 @@ struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
   size_t staging_bytes = 8u << 20;   // one staging buffer for copies through host memory
+  const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
+  OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
 };
 
 class Session {
@@ -50,6 +55,13 @@ class Session {
   Status on(proto::Memcpy2DHtoDMsg, const proto::Memcpy2DHtoDReq&, proto::Empty&);
   Status on(proto::Memcpy2DDtoHMsg, const proto::Memcpy2DDtoHReq&, proto::Empty&);
   Status on(proto::Memcpy2DDtoDMsg, const proto::Memcpy2DDtoDReq&, proto::Empty&);
+  Status on(proto::ModuleLookupMsg, const proto::ModuleLookupReq&, proto::ModuleRep&);
+  Status on(proto::ModuleLoadMsg, const proto::ModuleLoadReq&, proto::ModuleRep&);
+  Status on(proto::LaunchMsg, const proto::LaunchReq&, proto::Empty&);
+  Status on(proto::FuncGetAttributesMsg, const proto::FuncReq&, proto::FuncGetAttributesRep&);
+  Status on(proto::FuncSetAttributeMsg, const proto::FuncSetAttributeReq&, proto::Empty&);
+  Status on(proto::FuncSetCacheConfigMsg, const proto::FuncSetCacheConfigReq&, proto::Empty&);
+  Status on(proto::OccupancyMsg, const proto::OccupancyReq&, proto::OccupancyRep&);
   // Handshake messages arriving after the handshake are protocol errors.
   Status on(proto::HelloMsg, const proto::HelloReq&, proto::HelloRep&);
   Status on(proto::AuthMsg, const proto::AuthReq&, proto::Empty&);
@@ -61,6 +73,13 @@ class Session {
   Status receive_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height);
   Status send_rows(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width, uint64_t height);
   void drain_payload();
+  // Loads (once per GPU) and resolves a module for the client's kernel and variable names.
+  Status resolve_module(uint32_t dev, const proto::Hash& hash, const Image& image,
+                        const std::vector<std::string>& functions,
+                        const std::vector<proto::VarName>& variables, proto::ModuleRep& rep);
+  Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
+  void unload_modules(int dev);
+  void forward_output();
   void* staging();
 
   void send_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body);
@@ -75,6 +94,16 @@ class Session {
   uint64_t payload_left_ = 0;  // bytes of the current request's payload not yet consumed
   bool reply_sent_ = false;    // the current handler already sent its reply (payload out)
   CudaError sticky_ = err::Success;
+  struct Module {
+    uint64_t handle = 0;
+    fatbin::ModuleInfo info;
+    std::vector<uint64_t> kernels;  // backend handles, by the client's function index (0: missing)
+    std::vector<fatbin::KernelLayout> layouts;
+  };
+  std::vector<std::vector<Module>> modules_;                 // per GPU, by module id
+  std::vector<std::map<proto::Hash, uint32_t>> module_ids_;  // per GPU
+  std::map<proto::Hash, Image> images_;                      // this session's fat binaries
+  bool launched_ = false;  // a kernel ran: forward its output at sync points
   void* staging_ = nullptr;
 };
 

@@ -34,7 +34,21 @@ struct CudaDriver {
   X(cuMemcpyDtoH_v2, CUresult (*)(void*, CUdeviceptr, size_t))                         \
   X(cuMemcpyDtoD_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t))                   \
   X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                 \
-  X(cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))
+  X(cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))                  \
+  X(cuLibraryLoadData, CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**,    \
+                                    unsigned, CUlibraryOption*, void**, unsigned))     \
+  X(cuLibraryUnload, CUresult (*)(CUlibrary))                                          \
+  X(cuLibraryGetKernel, CUresult (*)(CUkernel*, CUlibrary, const char*))               \
+  X(cuLibraryGetGlobal, CUresult (*)(CUdeviceptr*, size_t*, CUlibrary, const char*))   \
+  X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t*, size_t*))            \
+  X(cuKernelGetAttribute, CUresult (*)(int*, CUfunction_attribute, CUkernel, CUdevice)) \
+  X(cuKernelSetAttribute, CUresult (*)(CUfunction_attribute, int, CUkernel, CUdevice))  \
+  X(cuKernelSetCacheConfig, CUresult (*)(CUkernel, CUfunc_cache, CUdevice))            \
+  X(cuKernelGetFunction, CUresult (*)(CUfunction*, CUkernel))                          \
+  X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,    \
+                                 unsigned, unsigned, unsigned, CUstream, void**, void**)) \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                              \
+    CUresult (*)(int*, CUfunction, int, size_t, unsigned))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

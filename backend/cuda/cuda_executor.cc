@@ -124,6 +124,89 @@ class CudaExecutor final : public Executor {
     return check(drv_.cuDevicePrimaryCtxReset_v2(dev_[dev]));
   }
 
+  Status module_load(int dev, const uint8_t* image, size_t, const fatbin::ModuleInfo&,
+                     uint64_t& module) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUlibrary lib = nullptr;
+    Status s = check(drv_.cuLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    module = reinterpret_cast<uint64_t>(lib);
+    return s;
+  }
+  Status module_unload(int dev, uint64_t module) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuLibraryUnload(reinterpret_cast<CUlibrary>(module)));
+  }
+  Status kernel_get(int dev, uint64_t module, const std::string& name, uint64_t& kernel,
+                    std::optional<fatbin::KernelLayout>& driver_layout) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUkernel k = nullptr;
+    if (Status s = check(drv_.cuLibraryGetKernel(&k, reinterpret_cast<CUlibrary>(module),
+                                                 name.c_str()));
+        !s.ok())
+      return s;
+    kernel = reinterpret_cast<uint64_t>(k);
+    // The driver's own layout: iterate until the index is out of range.
+    fatbin::KernelLayout layout;
+    for (size_t i = 0;; ++i) {
+      size_t off = 0, size = 0;
+      if (drv_.cuKernelGetParamInfo(k, i, &off, &size) != CUDA_SUCCESS) break;
+      layout.params.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+    }
+    driver_layout = std::move(layout);
+    return Status::success();
+  }
+  Status global_get(int dev, uint64_t module, const std::string& name, uint64_t& addr,
+                    uint64_t& size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+    Status s = check(drv_.cuLibraryGetGlobal(&p, &bytes, reinterpret_cast<CUlibrary>(module),
+                                             name.c_str()));
+    addr = p;
+    size = bytes;
+    return s;
+  }
+  Status launch(int dev, uint64_t kernel, const LaunchDims& d, void** params) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    // A CUkernel may stand for a CUfunction of the current context (cuda.h says so).
+    return check(drv_.cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), d.grid[0], d.grid[1],
+                                     d.grid[2], d.block[0], d.block[1], d.block[2], d.shared_mem,
+                                     nullptr, params, nullptr));
+  }
+  Status func_attributes(int dev, uint64_t kernel, std::vector<int32_t>& values) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    values.assign(16, 0);
+    for (int a = 0; a < 16; ++a) {
+      int v = 0;
+      if (drv_.cuKernelGetAttribute(&v, static_cast<CUfunction_attribute>(a),
+                                    reinterpret_cast<CUkernel>(kernel), dev_[dev]) == CUDA_SUCCESS)
+        values[a] = v;
+    }
+    return Status::success();
+  }
+  Status func_set_attribute(int dev, uint64_t kernel, int32_t attr, int32_t value) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuKernelSetAttribute(static_cast<CUfunction_attribute>(attr), value,
+                                           reinterpret_cast<CUkernel>(kernel), dev_[dev]));
+  }
+  Status func_set_cache_config(int dev, uint64_t kernel, int32_t config) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuKernelSetCacheConfig(reinterpret_cast<CUkernel>(kernel),
+                                             static_cast<CUfunc_cache>(config), dev_[dev]));
+  }
+  Status occupancy(int dev, uint64_t kernel, int32_t block_size, uint64_t dynamic_smem,
+                   uint32_t flags, int32_t& blocks) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUfunction f = nullptr;
+    if (Status s = check(drv_.cuKernelGetFunction(&f, reinterpret_cast<CUkernel>(kernel))); !s.ok())
+      return s;
+    int n = 0;
+    Status s = check(
+        drv_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, f, block_size, dynamic_smem, flags));
+    blocks = n;
+    return s;
+  }
+
   void* alloc_staging(size_t bytes) override {
     if (!use(0).ok()) return nullptr;
     void* p = nullptr;

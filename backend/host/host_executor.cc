@@ -1,8 +1,11 @@
 #include "backend/host/host_executor.h"
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -30,15 +33,21 @@ const std::pair<uint32_t, int32_t> kAttrs[] = {
     {133, 0},   {134, -1},
 };
 
+// Values cudaFuncGetAttributes reports for a host-implemented kernel (CUfunction_attribute 0..15).
+const int32_t kFuncAttrs[16] = {1024, 0, 0, 0, 32, 90, 90, 0, 49152, -1, 0, 0, 0, 0, 0, 0};
+
 class HostExecutor final : public Executor {
  public:
-  explicit HostExecutor(std::vector<HostLedger*> ledgers) : ledgers_(std::move(ledgers)) {
+  HostExecutor(std::vector<HostLedger*> ledgers, const HostKernels* kernels)
+      : ledgers_(std::move(ledgers)), plugin_(kernels) {
     for (HostLedger* l : ledgers_) slots_.push_back(l->claim(getpid()));
     allocs_.resize(ledgers_.size());
   }
   ~HostExecutor() override {
     for (size_t d = 0; d < allocs_.size(); ++d)
       for (auto& [p, size] : allocs_[d]) release(static_cast<int>(d), p, size);
+    for (auto& m : modules_)
+      if (m.base) munmap(reinterpret_cast<void*>(m.base), m.bytes);
   }
 
   const char* name() const override { return "host"; }
@@ -110,6 +119,89 @@ class HostExecutor final : public Executor {
   Status reset(int) override { return Status::success(); }
   void* host_view(int, uint64_t ptr) override { return reinterpret_cast<void*>(ptr); }
 
+  Status module_load(int, const uint8_t*, size_t, const fatbin::ModuleInfo& info,
+                     uint64_t& module) override {
+    // Globals live together in one mapping in the device window, with their initial values.
+    Module m;
+    uint64_t total = 0;
+    for (auto& [name, var] : info.globals) total += (var.size + 255) / 256 * 256;
+    if (total) {
+      m.bytes = page_round(total);
+      void* p = mmap(reinterpret_cast<void*>(next_hint_), m.bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return Status::fail(err::MemoryAllocation, "cannot map module globals");
+      next_hint_ += m.bytes + (2ull << 20);
+      m.base = reinterpret_cast<uint64_t>(p);
+      uint64_t off = 0;
+      for (auto& [name, var] : info.globals) {
+        if (!var.init.empty()) memcpy(static_cast<char*>(p) + off, var.init.data(), var.init.size());
+        m.globals[name] = {m.base + off, var.size};
+        off += (var.size + 255) / 256 * 256;
+      }
+    }
+    module = modules_.size();
+    modules_.push_back(std::move(m));
+    return Status::success();
+  }
+  Status module_unload(int, uint64_t module) override {
+    if (module >= modules_.size()) return Status::fail(err::InvalidValue, "no such module");
+    Module& m = modules_[module];
+    if (m.base) munmap(reinterpret_cast<void*>(m.base), m.bytes);
+    m = Module{};
+    return Status::success();
+  }
+  Status kernel_get(int, uint64_t module, const std::string& name, uint64_t& kernel,
+                    std::optional<fatbin::KernelLayout>& driver_layout) override {
+    driver_layout.reset();  // the host double has no driver to ask
+    rgpu_host_kernel_fn fn = nullptr;
+    if (plugin_) {
+      auto it = plugin_->find(name);
+      if (it != plugin_->end()) fn = it->second;
+    }
+    kernels_.push_back({name, fn, module});
+    kernel = kernels_.size();  // handles start at 1: 0 means "no kernel"
+    return Status::success();
+  }
+  Status global_get(int, uint64_t module, const std::string& name, uint64_t& addr,
+                    uint64_t& size) override {
+    if (module >= modules_.size()) return Status::fail(err::InvalidValue, "no such module");
+    auto it = modules_[module].globals.find(name);
+    if (it == modules_[module].globals.end())
+      return Status::fail(500, "no global variable " + name + " in the module");
+    addr = it->second.first;
+    size = it->second.second;
+    return Status::success();
+  }
+  Status launch(int, uint64_t kernel, const LaunchDims& dims, void** params) override {
+    if (kernel == 0 || kernel > kernels_.size())
+      return Status::fail(err::InvalidValue, "no such kernel");
+    const Kernel& k = kernels_[kernel - 1];
+    if (!k.fn)
+      return Status::fail(err::NotSupported,
+                          "the host backend has no host implementation of kernel " + k.name +
+                              " (it runs kernels from its test plugin, rgpud --host-kernels)");
+    rgpu_host_launch l{};
+    for (int i = 0; i < 3; ++i) l.grid[i] = dims.grid[i], l.block[i] = dims.block[i];
+    l.shared_mem = dims.shared_mem;
+    SymbolCtx ctx{this, k.module};
+    l.symbol = &HostExecutor::symbol;
+    l.ctx = &ctx;
+    k.fn(&l, params);
+    fflush(stdout);
+    return Status::success();
+  }
+  Status func_attributes(int, uint64_t, std::vector<int32_t>& values) override {
+    values.assign(std::begin(kFuncAttrs), std::end(kFuncAttrs));
+    return Status::success();
+  }
+  Status func_set_attribute(int, uint64_t, int32_t, int32_t) override { return Status::success(); }
+  Status func_set_cache_config(int, uint64_t, int32_t) override { return Status::success(); }
+  Status occupancy(int, uint64_t, int32_t block_size, uint64_t, uint32_t, int32_t& blocks) override {
+    if (block_size <= 0) return Status::fail(err::InvalidValue, "block size must be positive");
+    blocks = std::min(32, 2048 / block_size);
+    return Status::success();
+  }
+
   void* alloc_staging(size_t bytes) override { return malloc(bytes); }
   void free_staging(void* p) override { ::free(p); }
 
@@ -124,17 +216,60 @@ class HostExecutor final : public Executor {
     ledgers_[dev]->release(slots_[dev], bytes);
   }
 
+  struct Module {
+    uint64_t base = 0, bytes = 0;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> globals;  // name -> (address, size)
+  };
+  struct Kernel {
+    std::string name;
+    rgpu_host_kernel_fn fn;
+    uint64_t module;
+  };
+  struct SymbolCtx {
+    HostExecutor* self;
+    uint64_t module;
+  };
+  static void* symbol(void* ctx, const char* name) {
+    auto* c = static_cast<SymbolCtx*>(ctx);
+    auto& g = c->self->modules_[c->module].globals;
+    auto it = g.find(name);
+    return it == g.end() ? nullptr : reinterpret_cast<void*>(it->second.first);
+  }
+
   static constexpr uint64_t kWindow = 0x200000000000ull;  // 32 TiB
   uint64_t next_hint_ = kWindow;
   std::vector<HostLedger*> ledgers_;
   std::vector<int> slots_;
   std::vector<std::map<uint64_t, uint64_t>> allocs_;
+  const HostKernels* plugin_;
+  std::vector<Module> modules_;
+  std::vector<Kernel> kernels_;
 };
 
 }  // namespace
 
-std::unique_ptr<Executor> make_host_executor(std::vector<HostLedger*> ledgers) {
-  return std::make_unique<HostExecutor>(std::move(ledgers));
+std::unique_ptr<Executor> make_host_executor(std::vector<HostLedger*> ledgers,
+                                             const HostKernels* kernels) {
+  return std::make_unique<HostExecutor>(std::move(ledgers), kernels);
+}
+
+bool load_host_kernels(const std::string& path, HostKernels& out, std::string& error) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    error = "cannot load host kernel plugin " + path + ": " + (why ? why : "?");
+    return false;
+  }
+  auto list = reinterpret_cast<rgpu_host_kernels_fn>(dlsym(lib, RGPU_HOST_KERNELS_SYMBOL));
+  if (!list) {
+    error = path + " does not export " RGPU_HOST_KERNELS_SYMBOL;
+    return false;
+  }
+  unsigned n = 0;
+  const rgpu_host_kernel* k = list(&n);
+  for (unsigned i = 0; i < n; ++i)
+    if (k[i].name && k[i].fn) out[k[i].name] = k[i].fn;
+  return true;
 }
 
 }  // namespace rgpu::backend

@@ -139,7 +139,11 @@ Daemon::Daemon(std::vector<std::string> extra) {
   close(fd);
   unlink(tmpl);
   port_file_ = tmpl;
-  std::vector<std::string> argv = {RGPUD_PATH, "--listen", "127.0.0.1:0", "--port-file", port_file_};
+  char cache[] = "/tmp/rgpud-cache-XXXXXX";
+  cache_dir_ = mkdtemp(cache);
+  std::vector<std::string> argv = {RGPUD_PATH,   "--listen",       "127.0.0.1:0",
+                                   "--port-file", port_file_,      "--module-cache",
+                                   cache_dir_,    "--host-kernels", RGPU_HOST_KERNELS};
   bool has_backend = false;
   for (auto& a : extra) has_backend = has_backend || a == "--backend";
   if (!has_backend) argv.insert(argv.end(), {"--backend", "host"});
@@ -171,6 +175,8 @@ Daemon::~Daemon() {
     waitpid(pid_, nullptr, 0);
   }
   unlink(port_file_.c_str());
+  std::string rm = "rm -rf '" + cache_dir_ + "'";
+  if (system(rm.c_str()) != 0) perror("rm");
 }
 
 bool Daemon::alive() const {

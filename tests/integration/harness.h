@@ -32,7 +32,8 @@ Child spawn(const std::vector<std::string>& argv, const Env& env);
 
 class Daemon {
  public:
-  // Starts rgpud on 127.0.0.1 with a free port and waits until it listens.
+  // Starts rgpud on 127.0.0.1 with a free port, the test kernel plugin and its own module cache,
+  // and waits until it listens.
   explicit Daemon(std::vector<std::string> extra_args = {});
   ~Daemon();
   uint16_t port() const { return port_; }
@@ -46,6 +47,7 @@ class Daemon {
   pid_t pid_ = -1;
   uint16_t port_ = 0;
   std::string port_file_;
+  std::string cache_dir_;
 };
 
 std::string cuda_program(const std::string& name);

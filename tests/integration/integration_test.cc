@@ -61,7 +61,48 @@ TEST_P(Programs, PassThroughTheHostBackend) {
 }
 INSTANTIATE_TEST_SUITE_P(Cuda, Programs,
                          ::testing::Values("memcpy_roundtrip", "errors", "pointer_attrs",
-                                           "device_query"));
+                                           "device_query", "kernels_basic", "kernels_symbols",
+                                           "kernels_api", "kernels_launch_loop"));
+
+TEST(Kernels, DevicePrintfArrivesInOrderBeforeTheSyncReturns) {
+  Daemon d;
+  Result r = run({cuda_program("kernels_printf")}, d.client_env());
+  expect_pass(r, "kernels_printf");
+  std::string want;
+  for (int round = 0; round < 3; ++round) {
+    want += "host before round " + std::to_string(round) + "\n";
+    for (int i = 0; i < 4; ++i) {
+      char line[80];
+      snprintf(line, sizeof line, "round %d: line %d from the device (%.2f)\n", round, i, i * 0.5);
+      want += line;
+    }
+    want += "ok   cudaDeviceSynchronize()                          cudaSuccess\n";
+    want += "host after round " + std::to_string(round) + "\n";
+  }
+  want += "round 9: line 0 from the device (0.00)\nround 9: line 1 from the device (0.50)\n";
+  EXPECT_EQ(r.out.substr(0, want.size()), want);
+}
+
+TEST(Kernels, AKernelWithoutAHostImplementationFailsClearly) {
+  Daemon d;
+  Result r = run({cuda_program("kernel_no_host_impl")}, d.client_env());
+  expect_pass(r, "kernel_no_host_impl");
+  EXPECT_NE(r.err.find("no host implementation of kernel nobody_implements_me"), std::string::npos)
+      << r.err;
+}
+
+TEST(Kernels, ASecondProcessSendsOnlyTheModuleHash) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_LOG"] = "info";
+  Result first = run({cuda_program("kernels_api")}, env);
+  expect_pass(first, "kernels_api");
+  EXPECT_NE(first.err.find("bytes to"), std::string::npos) << first.err;
+  Result second = run({cuda_program("kernels_api")}, env);
+  expect_pass(second, "kernels_api");
+  EXPECT_NE(second.err.find("by hash"), std::string::npos) << second.err;
+  EXPECT_EQ(second.err.find("bytes to"), std::string::npos) << second.err;
+}
 
 TEST(Integration, UnsupportedCallIsAnErrorLoggedOnceByName) {
   Daemon d;

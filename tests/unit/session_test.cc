@@ -196,6 +196,30 @@ TEST_F(SessionTest, CopiesRoundTripAndErrorsKeepTheSessionUsable) {
   EXPECT_EQ(reply(e, msg), 0);
 }
 
+TEST_F(SessionTest, AModuleMustMatchItsHash) {
+  start();
+  handshake();
+  std::vector<uint8_t> image(100, 0x42);
+  ModuleLoadReq q;
+  q.hash = sha256("something else", 14);
+  q.image_size = image.size();
+  send_req<ModuleLoadMsg>(q, 2, image.data(), image.size());
+  ModuleRep rep;
+  std::string msg;
+  EXPECT_EQ(reply(rep, msg), err::InvalidValue);
+  EXPECT_NE(msg.find("does not match its hash"), std::string::npos) << msg;
+  // Unknown hashes are not found; garbage with the right hash is refused as an image.
+  send_req<ModuleLookupMsg>(ModuleLookupReq{0, q.hash, {}, {}}, 3);
+  EXPECT_EQ(reply(rep, msg), 500);
+  q.hash = sha256(image.data(), image.size());
+  send_req<ModuleLoadMsg>(q, 4, image.data(), image.size());
+  EXPECT_EQ(reply(rep, msg), 200);  // cudaErrorInvalidKernelImage
+  send_req<LaunchMsg>(LaunchReq{}, 5);  // no module: an asynchronous error
+  std::vector<uint8_t> body;
+  FrameHeader h = read(body);
+  EXPECT_EQ(h.type, static_cast<uint16_t>(MsgId::AsyncError));
+}
+
 TEST_F(SessionTest, PayloadLengthMustMatchTheFields) {
   start();
   handshake();

@@ -1,0 +1,38 @@
+/* The host backend's kernel plugin interface (a test double).  The host backend cannot run GPU
+   code; instead it runs host implementations of kernels, looked up by mangled name in a plugin
+   (`rgpud --host-kernels PLUGIN.so`), so that argument packing, module loading and launching are
+   exercised end to end on machines without a GPU.  A kernel without a host implementation fails its
+   launch with cudaErrorNotSupported. */
+#ifndef RGPU_HOST_KERNEL_API_H
+#define RGPU_HOST_KERNEL_API_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rgpu_host_launch {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_mem;
+  /* Address of a __device__ / __constant__ variable of the kernel's module, or 0. */
+  void* (*symbol)(void* ctx, const char* name);
+  void* ctx;
+} rgpu_host_launch;
+
+/* params[i] points at parameter i, as a kernel's argument list in CUDA. */
+typedef void (*rgpu_host_kernel_fn)(const rgpu_host_launch* launch, void** params);
+
+typedef struct rgpu_host_kernel {
+  const char* name; /* mangled device name */
+  rgpu_host_kernel_fn fn;
+} rgpu_host_kernel;
+
+/* Exported by a plugin: its kernels. */
+typedef const rgpu_host_kernel* (*rgpu_host_kernels_fn)(unsigned* count);
+#define RGPU_HOST_KERNELS_SYMBOL "rgpu_host_kernels"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

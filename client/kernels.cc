@@ -1,0 +1,170 @@
+// Modules and kernels on the client: a module travels to each server once, named by its SHA-256
+// (only the hash when the server already has it); launches are packed by the kernel's parameter
+// layout and sent without waiting for a reply.
+#include <cstring>
+
+#include "client/client.h"
+#include "common/log.h"
+#include "proto/auth.h"
+
+namespace rgpu::client {
+
+using namespace rgpu::proto;
+
+namespace {
+
+constexpr CudaError kInvalidConfiguration = 9;
+constexpr CudaError kInvalidSymbol = 13;
+constexpr CudaError kInvalidDeviceFunction = 98;
+constexpr CudaError kInvalidResourceHandle = 400;
+constexpr CudaError kSymbolNotFound = 500;
+
+bool default_stream(uint64_t s) { return s == 0 || s == 1 || s == 2; }
+
+}  // namespace
+
+CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
+  std::lock_guard<std::mutex> lock(m->mu);
+  auto it = m->loaded.find(dev);
+  if (it != m->loaded.end() && it->second.kernels.size() == m->functions.size() &&
+      it->second.variables.size() == m->variables.size()) {
+    *out = &it->second;
+    return err::Success;
+  }
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  if (!m->hashed) {
+    m->hash = sha256(m->image, m->size);
+    m->hashed = true;
+  }
+  const uint32_t gpu = devices_[dev].spec.gpu;
+  ModuleRep rep;
+  e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, m->functions, m->variables}, &rep);
+  if (e == kSymbolNotFound) {
+    iovec image{const_cast<uint8_t*>(m->image), m->size};
+    e = l->call<ModuleLoadMsg>(
+        ModuleLoadReq{gpu, m->hash, m->size, m->functions, m->variables}, &rep, &image, 1);
+    LOG_INFO("module %s: sent %zu bytes to %s", hex(m->hash.data(), 8).c_str(), m->size,
+             l->address().c_str());
+  } else if (e == err::Success) {
+    LOG_INFO("module %s: found on %s by hash", hex(m->hash.data(), 8).c_str(), l->address().c_str());
+  }
+  if (e != err::Success) return e;
+  if (rep.kernels.size() != m->functions.size() || rep.variables.size() != m->variables.size())
+    return err::Unknown;
+  LoadedModule lm;
+  lm.id = rep.module;
+  lm.kernels = std::move(rep.kernels);
+  lm.variables = std::move(rep.variables);
+  for (auto& k : lm.kernels) {
+    uint32_t end = 0;
+    for (auto& p : k.params) end = std::max(end, p.offset + p.size);
+    lm.arg_bytes.push_back(end);
+  }
+  for (auto& v : lm.variables)
+    if (v.found) map_.add_device(DeviceRange{v.addr, v.size, dev, false});
+  m->loaded[dev] = std::move(lm);
+  *out = &m->loaded[dev];
+  return err::Success;
+}
+
+CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq* req,
+                            const LoadedModule** lm) {
+  if (!f) return kInvalidDeviceFunction;
+  CudaError e = module_on(f->module, dev, lm);
+  if (e != err::Success) return e;
+  if (!(*lm)->kernels[f->index].found) {
+    LOG_WARN("kernel %s was not found in its module on the server", f->name.c_str());
+    return kInvalidDeviceFunction;
+  }
+  *l = link(dev, &e);
+  *req = FuncReq{devices_[dev].spec.gpu, (*lm)->id, f->index};
+  return e;
+}
+
+CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
+                         uint64_t stream) {
+  const int dev = current_device();
+  if (!default_stream(stream)) return kInvalidResourceHandle;  // streams come later
+  const LoadedModule* lm = nullptr;
+  ServerLink* l = nullptr;
+  FuncReq fr;
+  if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
+  // Configurations the driver would refuse at launch time are refused here, synchronously, as
+  // CUDA does; everything else is reported at the next synchronizing call.
+  const DeviceInfo* info = nullptr;
+  if (CudaError e = device_info(dev, &info); e != err::Success) return e;
+  const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  if (!grid.x || !grid.y || !grid.z || !threads || threads > uint64_t(info->attr(1, 1024)) ||
+      block.x > uint32_t(info->attr(2, 1024)) || block.y > uint32_t(info->attr(3, 1024)) ||
+      block.z > uint32_t(info->attr(4, 64)) || grid.y > uint32_t(info->attr(6, 65535)) ||
+      grid.z > uint32_t(info->attr(7, 65535)) || grid.x > uint32_t(info->attr(5, 2147483647)))
+    return kInvalidConfiguration;
+
+  LaunchReq q;
+  q.device = fr.device;
+  q.module = fr.module;
+  q.kernel = fr.kernel;
+  q.gx = grid.x, q.gy = grid.y, q.gz = grid.z;
+  q.bx = block.x, q.by = block.y, q.bz = block.z;
+  q.shared_mem = static_cast<uint32_t>(shared_mem);
+  const KernelDesc& k = lm->kernels[f->index];
+  q.args.assign(lm->arg_bytes[f->index], 0);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!args || !args[i]) return err::InvalidValue;
+    std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
+  }
+  return l->call<LaunchMsg>(q);
+}
+
+CudaError Client::func_attributes(const Function* f, std::vector<int32_t>& values) {
+  const LoadedModule* lm = nullptr;
+  ServerLink* l = nullptr;
+  FuncReq fr;
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  FuncGetAttributesRep rep;
+  CudaError e = l->call<FuncGetAttributesMsg>(fr, &rep);
+  values = std::move(rep.values);
+  return e;
+}
+
+CudaError Client::func_set_attribute(const Function* f, int attr, int value) {
+  const LoadedModule* lm = nullptr;
+  ServerLink* l = nullptr;
+  FuncReq fr;
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  return l->call<FuncSetAttributeMsg>(FuncSetAttributeReq{fr, attr, value});
+}
+
+CudaError Client::func_set_cache_config(const Function* f, int config) {
+  const LoadedModule* lm = nullptr;
+  ServerLink* l = nullptr;
+  FuncReq fr;
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  return l->call<FuncSetCacheConfigMsg>(FuncSetCacheConfigReq{fr, config});
+}
+
+CudaError Client::occupancy(const Function* f, int block_size, size_t dynamic_smem, unsigned flags,
+                            int* blocks) {
+  const LoadedModule* lm = nullptr;
+  ServerLink* l = nullptr;
+  FuncReq fr;
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  OccupancyRep rep;
+  CudaError e = l->call<OccupancyMsg>(OccupancyReq{fr, block_size, dynamic_smem, flags}, &rep);
+  if (e == err::Success) *blocks = rep.blocks;
+  return e;
+}
+
+CudaError Client::symbol_address(const Variable* v, uint64_t* addr) {
+  if (!v) return kInvalidSymbol;
+  const LoadedModule* lm = nullptr;
+  if (CudaError e = module_on(v->module, current_device(), &lm); e != err::Success) return e;
+  const VarDesc& d = lm->variables[v->index];
+  if (!d.found) return kInvalidSymbol;
+  *addr = d.addr;
+  return err::Success;
+}
+
+}  // namespace rgpu::client

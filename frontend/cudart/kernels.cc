@@ -1,0 +1,313 @@
+// Kernels: nvcc's registration and launch ABI (crt/host_runtime.h, CUDA 13), the public launch
+// calls, function attributes, occupancy, and device symbols.
+#include <mutex>
+#include <vector>
+
+#include "common/log.h"
+#include "frontend/cudart/api.h"
+
+using namespace rgpu;
+using rgpu::cudart::core;
+using rgpu::cudart::ret;
+
+#define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr CudaError kInvalidConfiguration = 9;
+constexpr CudaError kInvalidSymbol = 13;
+constexpr CudaError kInvalidDeviceFunction = 98;
+
+struct CallConfig {
+  dim3 grid, block;
+  size_t shared_mem;
+  cudaStream_t stream;
+};
+
+std::vector<CallConfig>& config_stack() {
+  thread_local std::vector<CallConfig> stack;
+  return stack;
+}
+
+client::Client::Dim3 d3(dim3 d) { return {d.x, d.y, d.z}; }
+uint64_t stream_id(cudaStream_t s) { return reinterpret_cast<uint64_t>(s); }
+
+client::Function* function_of(const void* host_fun) { return core().registry().function(host_fun); }
+client::Variable* variable_of(const void* host_var) { return core().registry().variable(host_var); }
+
+cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
+                   cudaStream_t stream) {
+  client::Function* f = function_of(func);
+  if (!f) return ret(kInvalidDeviceFunction);
+  return ret(core().launch(f, d3(grid), d3(block), args, shmem, stream_id(stream)));
+}
+
+cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (!config) return ret(err::InvalidValue);
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config->attrs[i];
+    // Attributes that leave the launch as it is are accepted; the rest are not supported yet.
+    bool neutral = (a.id == cudaLaunchAttributeCooperative && !a.val.cooperative) ||
+                   (a.id == cudaLaunchAttributeClusterDimension && a.val.clusterDim.x <= 1 &&
+                    a.val.clusterDim.y <= 1 && a.val.clusterDim.z <= 1);
+    if (!neutral) {
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        LOG_ERROR("cudaLaunchKernelExC: launch attribute %d is not supported by rgpu yet "
+                  "(cudaErrorNotSupported)",
+                  static_cast<int>(a.id));
+      });
+      return ret(err::NotSupported);
+    }
+  }
+  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                config->stream);
+}
+
+cudaError_t symbol_range(const void* symbol, size_t count, size_t offset, uint64_t* addr) {
+  client::Variable* v = variable_of(symbol);
+  if (!v) return ret(kInvalidSymbol);
+  if (offset > v->size || count > v->size - offset) return ret(err::InvalidValue);
+  uint64_t base = 0;
+  if (CudaError e = core().symbol_address(v, &base); e != err::Success) return ret(e);
+  *addr = base + offset;
+  return cudaSuccess;
+}
+
+cudaError_t to_symbol(const void* symbol, const void* src, size_t count, size_t offset,
+                      cudaMemcpyKind kind) {
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return ret(err::InvalidMemcpyDirection);
+  uint64_t addr = 0;
+  if (cudaError_t e = symbol_range(symbol, count, offset, &addr); e != cudaSuccess) return e;
+  return ret(core().memcpy(reinterpret_cast<void*>(addr), src, count,
+                           static_cast<client::CopyKind>(kind)));
+}
+
+cudaError_t from_symbol(void* dst, const void* symbol, size_t count, size_t offset,
+                        cudaMemcpyKind kind) {
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return ret(err::InvalidMemcpyDirection);
+  uint64_t addr = 0;
+  if (cudaError_t e = symbol_range(symbol, count, offset, &addr); e != cudaSuccess) return e;
+  return ret(core().memcpy(dst, reinterpret_cast<const void*>(addr), count,
+                           static_cast<client::CopyKind>(kind)));
+}
+
+}  // namespace
+
+// ---- registration -------------------------------------------------------------------------------
+
+RGPU_EXPORT void** __cudaRegisterFatBinary(void* fatCubin) {
+  std::string error;
+  client::Module* m = core().registry().add_module(fatCubin, error);
+  if (!m) LOG_ERROR("cannot register a fat binary: %s; its kernels will not run", error.c_str());
+  // The handle nvcc keeps: a pointer-sized slot.  Ours holds the module (or null).
+  auto** handle = new void*(m);
+  return handle;
+}
+
+RGPU_EXPORT void __cudaRegisterFatBinaryEnd(void** /*handle*/) {}
+
+RGPU_EXPORT void __cudaUnregisterFatBinary(void** /*handle*/) {
+  // Modules stay registered until the process ends: other threads or atexit handlers may still
+  // launch their kernels, and the server releases everything when the connection closes.
+}
+
+RGPU_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
+                                        const char* /*deviceName*/, int, uint3*, uint3*, dim3*,
+                                        dim3*, int*) {
+  auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
+  if (m && hostFun && deviceFun) core().registry().add_function(m, hostFun, deviceFun);
+}
+
+RGPU_EXPORT void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress,
+                                   const char* /*deviceName*/, int /*ext*/, size_t size,
+                                   int /*constant*/, int /*global*/) {
+  auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
+  if (m && hostVar && deviceAddress) core().registry().add_variable(m, hostVar, deviceAddress, size);
+}
+
+RGPU_EXPORT void __cudaRegisterManagedVar(void** /*handle*/, void** /*hostVarPtrAddress*/,
+                                          char* deviceAddress, const char*, int, size_t, int, int) {
+  LOG_ERROR("__managed__ variable %s: managed memory is not supported by rgpu; the program will "
+            "fail when it touches it",
+            deviceAddress ? deviceAddress : "?");
+  rgpu::cudart::unsupported("__cudaRegisterManagedVar");
+}
+
+RGPU_EXPORT char __cudaInitModule(void** /*handle*/) {
+  rgpu::cudart::unsupported("__cudaInitModule (managed variables)");
+  return 0;
+}
+
+// ---- launch ---------------------------------------------------------------------------------------
+
+RGPU_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                                 struct CUstream_st* stream) {
+  config_stack().push_back(CallConfig{gridDim, blockDim, sharedMem, stream});
+  return 0;
+}
+
+RGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim,
+                                                   size_t* sharedMem, void* stream) {
+  auto& stack = config_stack();
+  if (stack.empty()) return ret(kInvalidConfiguration);
+  CallConfig c = stack.back();
+  stack.pop_back();
+  *gridDim = c.grid;
+  *blockDim = c.block;
+  *sharedMem = c.shared_mem;
+  *static_cast<cudaStream_t*>(stream) = c.stream;
+  return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+  client::Function* f = function_of(hostFun);
+  if (!kernel || !f) return ret(kInvalidDeviceFunction);
+  *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(hostFun));
+  return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                                           size_t sharedMem, cudaStream_t stream) {
+  return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream);
+}
+
+RGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
+                                                void** args, size_t sharedMem, cudaStream_t stream) {
+  return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream);
+}
+
+extern "C" {
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                             size_t sharedMem, cudaStream_t stream) {
+  return launch(func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return launch_ex(config, func, args);
+}
+
+// ---- function attributes --------------------------------------------------------------------------
+
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (!attr) return ret(err::InvalidValue);
+  std::vector<int32_t> v;
+  if (CudaError e = core().func_attributes(function_of(func), v); e != err::Success) return ret(e);
+  v.resize(16, 0);
+  *attr = cudaFuncAttributes{};
+  attr->maxThreadsPerBlock = v[0];
+  attr->sharedSizeBytes = static_cast<size_t>(v[1]);
+  attr->constSizeBytes = static_cast<size_t>(v[2]);
+  attr->localSizeBytes = static_cast<size_t>(v[3]);
+  attr->numRegs = v[4];
+  attr->ptxVersion = v[5];
+  attr->binaryVersion = v[6];
+  attr->cacheModeCA = v[7];
+  attr->maxDynamicSharedSizeBytes = v[8];
+  attr->preferredShmemCarveout = v[9];
+  attr->clusterDimMustBeSet = v[10];
+  attr->requiredClusterWidth = v[11];
+  attr->requiredClusterHeight = v[12];
+  attr->requiredClusterDepth = v[13];
+  attr->nonPortableClusterSizeAllowed = v[14];
+  attr->clusterSchedulingPolicyPreference = v[15];
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  return ret(core().func_set_attribute(function_of(func), static_cast<int>(attr), value));
+}
+
+cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache cacheConfig) {
+  return ret(core().func_set_cache_config(function_of(func), static_cast<int>(cacheConfig)));
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func,
+                                                                  int blockSize,
+                                                                  size_t dynamicSMemSize,
+                                                                  unsigned int flags) {
+  if (!numBlocks) return ret(err::InvalidValue);
+  return ret(core().occupancy(function_of(func), blockSize, dynamicSMemSize, flags, numBlocks));
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,
+                                                          int blockSize, size_t dynamicSMemSize) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                dynamicSMemSize, 0);
+}
+
+// ---- symbols --------------------------------------------------------------------------------------
+
+cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
+  if (!devPtr) return ret(err::InvalidValue);
+  client::Variable* v = variable_of(symbol);
+  if (!v) return ret(kInvalidSymbol);
+  uint64_t addr = 0;
+  if (CudaError e = core().symbol_address(v, &addr); e != err::Success) return ret(e);
+  *devPtr = reinterpret_cast<void*>(addr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  if (!size) return ret(err::InvalidValue);
+  client::Variable* v = variable_of(symbol);
+  if (!v) return ret(kInvalidSymbol);
+  *size = v->size;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
+                               cudaMemcpyKind kind) {
+  return to_symbol(symbol, src, count, offset, kind);
+}
+
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
+                                 cudaMemcpyKind kind) {
+  return from_symbol(dst, symbol, count, offset, kind);
+}
+
+// Until streams exist, the async forms run in order on the connection (stream 0 only).
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
+                                    size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (stream_id(stream) > 2) return ret(400);
+  return to_symbol(symbol, src, count, offset, kind);
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
+                                      cudaMemcpyKind kind, cudaStream_t stream) {
+  if (stream_id(stream) > 2) return ret(400);
+  return from_symbol(dst, symbol, count, offset, kind);
+}
+
+}  // extern "C"
+
+// Per-thread-default-stream variants.
+RGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                              void** args, size_t sharedMem, cudaStream_t stream) {
+  return launch(func, gridDim, blockDim, args, sharedMem, stream);
+}
+RGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                                 void** args) {
+  return launch_ex(config, func, args);
+}
+RGPU_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
+                                                size_t offset, cudaMemcpyKind kind) {
+  return to_symbol(symbol, src, count, offset, kind);
+}
+RGPU_EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count,
+                                                  size_t offset, cudaMemcpyKind kind) {
+  return from_symbol(dst, symbol, count, offset, kind);
+}
+RGPU_EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src,
+                                                     size_t count, size_t offset,
+                                                     cudaMemcpyKind kind, cudaStream_t stream) {
+  return cudaMemcpyToSymbolAsync(symbol, src, count, offset, kind, stream);
+}
+RGPU_EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
+                                                       size_t offset, cudaMemcpyKind kind,
+                                                       cudaStream_t stream) {
+  return cudaMemcpyFromSymbolAsync(dst, symbol, count, offset, kind, stream);
+}

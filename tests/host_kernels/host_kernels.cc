@@ -1,0 +1,174 @@
+// Host implementations of the kernels in tests/cuda, for rgpud's host backend (a test double:
+// CI has no GPU).  Each computes what its CUDA kernel computes, from the parameters rgpu packed by
+// the kernel's layout, so argument packing and launching are checked end to end.
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "backend/host/host_kernel_api.h"
+
+namespace {
+
+template <class T>
+T arg(void** params, int i) {
+  T v;
+  memcpy(&v, params[i], sizeof v);
+  return v;
+}
+
+// Calls f(global thread index x, y) for every thread of the launch.
+template <class F>
+void each_thread(const rgpu_host_launch* l, F f) {
+  for (unsigned by = 0; by < l->grid[1]; ++by)
+    for (unsigned bx = 0; bx < l->grid[0]; ++bx)
+      for (unsigned ty = 0; ty < l->block[1]; ++ty)
+        for (unsigned tx = 0; tx < l->block[0]; ++tx)
+          f(static_cast<long>(bx) * l->block[0] + tx, static_cast<long>(by) * l->block[1] + ty);
+}
+
+void vec_add(const rgpu_host_launch* l, void** p) {
+  auto a = arg<const float*>(p, 0);
+  auto b = arg<const float*>(p, 1);
+  auto c = arg<float*>(p, 2);
+  int n = arg<int>(p, 3);
+  each_thread(l, [&](long i, long) {
+    if (i < n) c[i] = a[i] + b[i];
+  });
+}
+
+void matmul_tiled(const rgpu_host_launch* l, void** p) {
+  auto A = arg<const float*>(p, 0);
+  auto B = arg<const float*>(p, 1);
+  auto C = arg<float*>(p, 2);
+  int M = arg<int>(p, 3), N = arg<int>(p, 4), K = arg<int>(p, 5);
+  each_thread(l, [&](long col, long row) {
+    if (row >= M || col >= N) return;
+    float acc = 0;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+  });
+}
+
+void reduce_sum(const rgpu_host_launch* l, void** p) {
+  auto in = arg<const int*>(p, 0);
+  auto out = arg<unsigned long long*>(p, 1);
+  int n = arg<int>(p, 2);
+  for (unsigned b = 0; b < l->grid[0]; ++b) {
+    long long s = 0;
+    for (unsigned t = 0; t < l->block[0]; ++t) {
+      long i = static_cast<long>(b) * l->block[0] + t;
+      if (i < n) s += in[i];
+    }
+    *out += static_cast<unsigned long long>(s);
+  }
+}
+
+template <class T>
+void scale(const rgpu_host_launch* l, void** p) {
+  auto data = arg<T*>(p, 0);
+  T factor = arg<T>(p, 1);
+  int n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) data[i] = data[i] * factor;
+  });
+}
+
+struct Padded {
+  char c;
+  double d;
+  int i;
+  short s;
+};
+struct WithArray {
+  int a[5];
+  char c;
+};
+void struct_args(const rgpu_host_launch*, void** p) {
+  auto pd = arg<Padded>(p, 0);
+  auto w = arg<WithArray>(p, 1);
+  auto out = arg<double*>(p, 2);
+  out[0] = pd.c + pd.d + pd.i + pd.s;
+  double s = w.c;
+  for (int k = 0; k < 5; ++k) s += w.a[k] * (k + 1);
+  out[1] = s;
+}
+
+void many_params(const rgpu_host_launch*, void** p) {
+  double s = arg<int>(p, 0) + arg<char>(p, 1) + arg<double>(p, 2) + arg<short>(p, 3) +
+             arg<float>(p, 4) + arg<long long>(p, 5) + arg<int>(p, 6) + arg<char>(p, 7) +
+             arg<int>(p, 8) + arg<double>(p, 9) + arg<int>(p, 10) + arg<float>(p, 11) +
+             arg<char>(p, 12) + arg<int>(p, 13) + arg<short>(p, 14) + arg<int>(p, 15) +
+             arg<double>(p, 16) + arg<char>(p, 17) + arg<int>(p, 18) + arg<float>(p, 19) +
+             arg<int>(p, 20);
+  *arg<double*>(p, 21) = s;
+}
+
+struct Big {
+  int v[1200];
+};
+void big_params(const rgpu_host_launch*, void** p) {
+  const auto* big = static_cast<const Big*>(p[0]);
+  long long s = arg<char>(p, 2);
+  for (int k = 0; k < 1200; ++k) s += static_cast<long long>(big->v[k]) * (k % 7);
+  *arg<long long*>(p, 1) = s;
+}
+
+void poly(const rgpu_host_launch* l, void** p) {
+  const auto* c = static_cast<const float*>(l->symbol(l->ctx, "coeffs"));
+  auto x = arg<const float*>(p, 0);
+  auto y = arg<float*>(p, 1);
+  int n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) y[i] = c[0] + x[i] * (c[1] + x[i] * (c[2] + x[i] * c[3]));
+  });
+}
+
+void count_and_fill(const rgpu_host_launch* l, void** p) {
+  auto* counter = static_cast<int*>(l->symbol(l->ctx, "counter"));
+  auto* table = static_cast<float*>(l->symbol(l->ctx, "table"));
+  int n = arg<int>(p, 0);
+  each_thread(l, [&](long i, long) {
+    if (i < n) ++*counter;
+    if (i < 64) table[i] = i * 2.0f;
+  });
+}
+
+void say(const rgpu_host_launch*, void** p) {
+  int round = arg<int>(p, 0), lines = arg<int>(p, 1);
+  for (int i = 0; i < lines; ++i) printf("round %d: line %d from the device (%.2f)\n", round, i, i * 0.5);
+}
+
+void bump(const rgpu_host_launch*, void** p) { *arg<int*>(p, 0) += 1; }
+
+void fill(const rgpu_host_launch* l, void** p) {
+  auto out = arg<int*>(p, 0);
+  int value = arg<int>(p, 1), n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) out[i] = value + static_cast<int>(i);
+  });
+}
+
+const rgpu_host_kernel kKernels[] = {
+    {"vec_add", vec_add},
+    {"matmul_tiled", matmul_tiled},
+    {"reduce_sum", reduce_sum},
+    {"_Z5scaleIiEvPT_S0_i", scale<int>},
+    {"_Z5scaleIfEvPT_S0_i", scale<float>},
+    {"_Z5scaleIdEvPT_S0_i", scale<double>},
+    {"struct_args", struct_args},
+    {"many_params", many_params},
+    {"big_params", big_params},
+    {"poly", poly},
+    {"count_and_fill", count_and_fill},
+    {"say", say},
+    {"bump", bump},
+    {"fill", fill},
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const rgpu_host_kernel* rgpu_host_kernels(
+    unsigned* count) {
+  *count = sizeof kKernels / sizeof kKernels[0];
+  return kKernels;
+}
