@@ -13,9 +13,9 @@ using namespace rgpu::proto;
 
 namespace {
 
-constexpr CudaError kInvalidConfiguration = 9;
 constexpr CudaError kInvalidSymbol = 13;
 constexpr CudaError kInvalidDeviceFunction = 98;
+// What CUDA 13 returns for a function pointer it never registered (seen on an H200, driver 580).
 constexpr CudaError kInvalidResourceHandle = 400;
 constexpr CudaError kSymbolNotFound = 500;
 
@@ -71,7 +71,7 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
 
 CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq* req,
                             const LoadedModule** lm) {
-  if (!f) return kInvalidDeviceFunction;
+  if (!f) return kInvalidResourceHandle;
   CudaError e = module_on(f->module, dev, lm);
   if (e != err::Success) return e;
   if (!(*lm)->kernels[f->index].found) {
@@ -91,8 +91,9 @@ CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, 
   ServerLink* l = nullptr;
   FuncReq fr;
   if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
-  // Configurations the driver would refuse at launch time are refused here, synchronously, as
-  // CUDA does; everything else is reported at the next synchronizing call.
+  // Configurations the driver would refuse at launch time are refused here, synchronously and
+  // with the driver's code (cudaErrorInvalidValue), as CUDA does; everything else is reported at
+  // the next synchronizing call.
   const DeviceInfo* info = nullptr;
   if (CudaError e = device_info(dev, &info); e != err::Success) return e;
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
@@ -100,7 +101,7 @@ CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, 
       block.x > uint32_t(info->attr(2, 1024)) || block.y > uint32_t(info->attr(3, 1024)) ||
       block.z > uint32_t(info->attr(4, 64)) || grid.y > uint32_t(info->attr(6, 65535)) ||
       grid.z > uint32_t(info->attr(7, 65535)) || grid.x > uint32_t(info->attr(5, 2147483647)))
-    return kInvalidConfiguration;
+    return err::InvalidValue;
 
   LaunchReq q;
   q.device = fr.device;

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Gathers what a build on the GPU machine needs but its image lacks (it has no package registry):
-# libsodium's headers and static library, from this machine's libsodium-dev, into .deps/sodium.
-# The device tool carries .deps (git-ignored) to the GPU machine.
+# Gathers what a build on the GPU machine needs but its image may lack (it has no package
+# registry): the headers and static libraries of libsodium, zstd and lz4, from this machine's
+# Debian -dev packages, into .deps/{include,lib}.  The device tool carries .deps (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dpkg -s libsodium-dev >/dev/null 2>&1 || scripts/setup.sh
-rm -rf .deps/sodium
-mkdir -p .deps/sodium/include .deps/sodium/lib
-cp -r /usr/include/sodium.h /usr/include/sodium .deps/sodium/include/
-cp "$(dpkg -L libsodium-dev | grep '/libsodium\.a$')" .deps/sodium/lib/
+scripts/setup.sh >/dev/null
+rm -rf .deps
+mkdir -p .deps/include .deps/lib
+cp -r /usr/include/sodium.h /usr/include/sodium /usr/include/zstd.h /usr/include/zstd_errors.h \
+  /usr/include/lz4.h /usr/include/lz4frame.h /usr/include/lz4hc.h .deps/include/
+for pkg in libsodium-dev libzstd-dev liblz4-dev; do
+  cp "$(dpkg -L "$pkg" | grep '\.a$' | head -1)" .deps/lib/
+done
 echo "gpu-deps: $(du -sh .deps | cut -f1) in .deps"

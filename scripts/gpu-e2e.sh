@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU end-to-end check, run on a machine with an NVIDIA GPU (the device tool; carry .deps made by
-# scripts/gpu-deps.sh when libsodium-dev is not installed there):
+# scripts/gpu-deps.sh when libsodium/zstd/lz4 headers are not installed there):
 #   build, start `rgpud --backend cuda` on loopback, run every CUDA test program natively and
 #   through rgpu, compare their outputs, exercise the SIGKILL cleanup on the real GPU, measure,
 #   and print a summary table last.  Logs go to $OUT/e2e-logs.tgz (or /tmp/rgpu-e2e).
@@ -14,11 +14,11 @@ build="${RGPU_BUILD_DIR:-build-gpu}"
 cuda_root="${RGPU_CUDA_ROOT:-/usr/local/cuda}"
 native_lib="$cuda_root/lib64"
 
-sodium=()
-[ -f .deps/sodium/include/sodium.h ] && sodium=(-DRGPU_SODIUM_ROOT="$root/.deps/sodium")
+deps=()
+[ -f .deps/include/sodium.h ] && deps=(-DRGPU_SODIUM_ROOT="$root/.deps" -DRGPU_DEPS_ROOT="$root/.deps")
 echo "== build"
 if ! { cmake -S . -B "$build" -G Ninja -DRGPU_BUILD_TESTS=OFF -DRGPU_CUDA_ROOT="$cuda_root" \
-        -DRGPU_CUDA_ARCH="${RGPU_CUDA_ARCH:-sm_90}" "${sodium[@]}" && ninja -C "$build"; } \
+        -DRGPU_CUDA_ARCH="${RGPU_CUDA_ARCH:-sm_90}" "${deps[@]}" && ninja -C "$build"; } \
       >"$out/build.log" 2>&1; then
   tail -30 "$out/build.log"
   echo "gpu-e2e: build failed"
@@ -28,7 +28,8 @@ fi
 card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 port_file="$out/port"
 rm -f "$port_file"
-"$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$port_file" 2>"$out/rgpud.log" &
+"$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$port_file" \
+  --module-cache "$out/modules" 2>"$out/rgpud.log" &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
 for _ in $(seq 300); do [ -s "$port_file" ] && break; sleep 0.05; done
@@ -48,7 +49,8 @@ verdict() {  # exit code, stdout file
 
 rows=()
 failures=0
-for p in memcpy_roundtrip errors pointer_attrs device_query; do
+for p in memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols \
+  kernels_printf kernels_api kernels_launch_loop; do
   echo "== $p"
   native "$build/cuda/$p" >"$out/$p.native.out" 2>"$out/$p.native.err"; nrc=$?
   remote "$build/cuda/$p" >"$out/$p.rgpu.out" 2>"$out/$p.rgpu.err"; rrc=$?
@@ -88,6 +90,9 @@ echo "== example and latency"
 native "$build/examples/hello_rgpu" >"$out/hello.native" 2>&1
 remote "$build/examples/hello_rgpu" >"$out/hello.rgpu" 2>&1
 bw() { grep -o 'host->device [0-9.]* GB/s, device->host [0-9.]* GB/s' "$1" | awk '{print $2"/"$5}'; }
+rate() { grep -o 'launches/s [0-9]*' "$1" | awk '{print $2}'; }
+launch_native=$(rate "$out/kernels_launch_loop.native.err")
+launch_rgpu=$(rate "$out/kernels_launch_loop.rgpu.err")
 ping_us=$(RGPU_SERVERS="$servers" "$build/cli/rgpu" ping -n 5000 | grep -o 'median [0-9.]* us' | awk '{print $2}')
 
 {
@@ -96,6 +101,8 @@ echo "rgpu GPU end-to-end: $card; rgpud --backend cuda on $servers"
 printf '%-20s %-16s %-16s %s\n' program native rgpu "stdout native vs rgpu"
 for r in "${rows[@]}"; do echo "$r"; done
 printf '%-20s %-16s %-16s %s\n' "256MiB pinned GB/s" "$(bw "$out/hello.native")" "$(bw "$out/hello.rgpu")" "H2D/D2H, one cudaMemcpy each"
+printf '%-20s %-16s %-16s %s\n' "launches/s" "$launch_native" "$launch_rgpu" \
+  "$(awk -v a="$launch_rgpu" -v b="$launch_native" 'BEGIN{if (b > 0) printf "rgpu/native %.2f", a/b}'), 100000 empty launches"
 printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"

@@ -16,7 +16,7 @@ namespace {
 
 constexpr CudaError kInvalidConfiguration = 9;
 constexpr CudaError kInvalidSymbol = 13;
-constexpr CudaError kInvalidDeviceFunction = 98;
+constexpr CudaError kInvalidResourceHandle = 400;  // CUDA 13's answer for an unknown function
 
 struct CallConfig {
   dim3 grid, block;
@@ -38,7 +38,7 @@ client::Variable* variable_of(const void* host_var) { return core().registry().v
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
                    cudaStream_t stream) {
   client::Function* f = function_of(func);
-  if (!f) return ret(kInvalidDeviceFunction);
+  if (!f) return ret(kInvalidResourceHandle);
   return ret(core().launch(f, d3(grid), d3(block), args, shmem, stream_id(stream)));
 }
 
@@ -164,7 +164,7 @@ RGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim
 
 RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
   client::Function* f = function_of(hostFun);
-  if (!kernel || !f) return ret(kInvalidDeviceFunction);
+  if (!kernel || !f) return ret(kInvalidResourceHandle);
   *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(hostFun));
   return cudaSuccess;
 }
