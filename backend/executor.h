@@ -54,15 +54,45 @@ class Executor {
   virtual Status mem_free(int dev, uint64_t ptr) = 0;
   virtual Status mem_info(int dev, uint64_t& free, uint64_t& total) = 0;
 
-  // Copies between server host memory and device memory; a 2-D copy when rect.height > 1.
+  // Synchronous copies between server host memory and device memory, ordered like CUDA's
+  // synchronous cudaMemcpy (after the legacy default stream's work); 2-D when rect.height > 1.
   virtual Status copy_to_device(int dev, uint64_t dst, uint64_t dpitch, const void* src,
                                 uint64_t spitch, Rect rect) = 0;
   virtual Status copy_to_host(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                               Rect rect) = 0;
-  virtual Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src,
-                                uint64_t spitch, Rect rect) = 0;
-  virtual Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size) = 0;
   virtual Status synchronize(int dev) = 0;
+
+  // ---- streams (handle 0: the GPU's legacy default stream) and events ----
+  virtual Status stream_create(int dev, unsigned flags, int priority, uint64_t& stream) = 0;
+  virtual Status stream_destroy(int dev, uint64_t stream) = 0;
+  virtual Status stream_synchronize(int dev, uint64_t stream) = 0;
+  virtual Status stream_query(int dev, uint64_t stream) = 0;  // NotReady while work is pending
+  virtual Status stream_wait_event(int dev, uint64_t stream, uint64_t event) = 0;
+  virtual Status stream_priority_range(int dev, int& least, int& greatest) = 0;
+  virtual Status event_create(int dev, unsigned flags, uint64_t& event) = 0;
+  virtual Status event_destroy(int dev, uint64_t event) = 0;
+  virtual Status event_record(int dev, uint64_t event, uint64_t stream) = 0;
+  virtual Status event_query(int dev, uint64_t event) = 0;
+  virtual Status event_synchronize(int dev, uint64_t event) = 0;
+  virtual Status event_elapsed(int dev, uint64_t start, uint64_t end, float& ms) = 0;
+  // Runs fn(arg) on a backend thread once the stream's earlier work is done; the stream's later
+  // work waits until it returns.  fn must not call the executor.
+  virtual Status host_func(int dev, uint64_t stream, void (*fn)(void*), void* arg) = 0;
+
+  // ---- work on a stream ----
+  // From/to page-locked server memory (staging buffers) that stays valid until the copy is done.
+  virtual Status copy_to_device_async(int dev, uint64_t dst, uint64_t dpitch, const void* src,
+                                      uint64_t spitch, Rect rect, uint64_t stream) = 0;
+  virtual Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src,
+                                    uint64_t spitch, Rect rect, uint64_t stream) = 0;
+  virtual Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src,
+                                uint64_t spitch, Rect rect, uint64_t stream) = 0;
+  virtual Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size, uint64_t stream) = 0;
+  // Between two GPUs of this server, on a stream of the destination GPU.
+  virtual Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
+                           uint64_t stream) = 0;
+  virtual Status can_access_peer(int dev, int peer, int& can) = 0;
+  virtual Status enable_peer_access(int dev, int peer) = 0;
   // Destroys the device's state after the session freed its allocations (cudaDeviceReset).
   virtual Status reset(int dev) = 0;
 
@@ -75,18 +105,16 @@ class Executor {
                             std::optional<fatbin::KernelLayout>& driver_layout) = 0;
   virtual Status global_get(int dev, uint64_t module, const std::string& name, uint64_t& addr,
                             uint64_t& size) = 0;
-  // `params[i]` points at parameter i (inside the packed parameter buffer).
-  virtual Status launch(int dev, uint64_t kernel, const LaunchDims& dims, void** params) = 0;
+  // `args` is the packed parameter buffer (`size` bytes, copied before this returns); `layout`
+  // gives each parameter's place in it.
+  virtual Status launch(int dev, uint64_t kernel, const LaunchDims& dims, const uint8_t* args,
+                        size_t size, const fatbin::KernelLayout& layout, uint64_t stream) = 0;
   // CUfunction_attribute values 0..15.
   virtual Status func_attributes(int dev, uint64_t kernel, std::vector<int32_t>& values) = 0;
   virtual Status func_set_attribute(int dev, uint64_t kernel, int32_t attr, int32_t value) = 0;
   virtual Status func_set_cache_config(int dev, uint64_t kernel, int32_t config) = 0;
   virtual Status occupancy(int dev, uint64_t kernel, int32_t block_size, uint64_t dynamic_smem,
                            uint32_t flags, int32_t& blocks) = 0;
-
-  // Device memory the server can address directly (host backend: "device memory" is host memory),
-  // so payloads are received straight into it; nullptr when copies must be staged.
-  virtual void* host_view(int /*dev*/, uint64_t /*ptr*/) { return nullptr; }
 
   // Page-locked host memory for staging copies (allocated once per session and reused).
   virtual void* alloc_staging(size_t bytes) = 0;

@@ -227,12 +227,10 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
     case CopyKind::DeviceToDevice: {
       if (!d_ok || !s_ok) return err::InvalidValue;
       if (ddev != sdev) {
-        static std::once_flag once;
-        std::call_once(once, [] {
-          LOG_ERROR("copies between two virtual devices are not supported yet "
-                    "(cudaErrorNotSupported)");
-        });
-        return err::NotSupported;
+        if (height > 1) return err::NotSupported;
+        // Between two GPUs: on the destination's legacy stream, synchronously like cudaMemcpy.
+        CudaError e = memcpy_peer(dst, ddev, src, sdev, width, nullptr);
+        return e == err::Success ? stream_synchronize(Stream{ddev, 0, 0, 0}) : e;
       }
       CudaError e;
       ServerLink* l = link(ddev, &e);

@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +32,19 @@ struct DeviceInfo {
     auto it = attrs.find(id);
     return it == attrs.end() ? fallback : it->second;
   }
+};
+
+// A stream or event the application created; its id is the server's name for it.
+struct Stream {
+  int device = 0;
+  uint64_t id = 0;  // 0: the device's legacy default stream
+  unsigned flags = 0;
+  int priority = 0;
+};
+struct Event {
+  int device = 0;
+  uint64_t id = 0;
+  unsigned flags = 0;
 };
 
 enum class MemoryType { Unregistered = 0, Host = 1, Device = 2 };
@@ -78,7 +93,7 @@ class Client {
   // Loads `m` on virtual device `dev` once (by hash when the server has it) and resolves it.
   CudaError module_on(Module* m, int dev, const LoadedModule** out);
   CudaError launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
-                   uint64_t stream);
+                   const Stream& stream);
   CudaError func_attributes(const Function* f, std::vector<int32_t>& values);
   CudaError func_set_attribute(const Function* f, int attr, int value);
   CudaError func_set_cache_config(const Function* f, int config);
@@ -87,11 +102,38 @@ class Client {
   // Address of a __device__/__constant__ variable on the current device.
   CudaError symbol_address(const Variable* v, uint64_t* addr);
 
+  // Streams, events, asynchronous copies and host callbacks (client/streams.cc).
+  // Stream handles as the application passes them: 0, cudaStreamLegacy (1), cudaStreamPerThread
+  // (2) or a Stream*.  `per_thread_default` says how 0 reads (the _ptsz/_ptds entry points).
+  CudaError resolve_stream(uint64_t handle, bool per_thread_default, Stream* out);
+  CudaError stream_create(unsigned flags, int priority, Stream** out);
+  CudaError stream_destroy(uint64_t handle);
+  CudaError stream_synchronize(const Stream& s);
+  CudaError stream_query(const Stream& s);
+  CudaError stream_wait_event(const Stream& s, uint64_t event);
+  CudaError stream_priority_range(int dev, int* least, int* greatest);
+  bool stream_flags(uint64_t handle, bool per_thread_default, unsigned* flags, int* priority);
+  CudaError event_create(unsigned flags, Event** out);
+  CudaError event_destroy(uint64_t handle);
+  CudaError event_record(uint64_t event, const Stream& s);
+  CudaError event_query(uint64_t event);
+  CudaError event_synchronize(uint64_t event);
+  CudaError event_elapsed(float* ms, uint64_t start, uint64_t end);
+  CudaError memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                           size_t height, CopyKind kind, const Stream& s);
+  CudaError memset_async(void* ptr, int value, size_t n, const Stream& s);
+  CudaError host_func(const Stream& s, std::function<void()> fn);
+  CudaError memcpy_peer(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
+                        const Stream* s);
+  CudaError can_access_peer(int* can, int dev, int peer);
+  CudaError enable_peer_access(int peer);
+
  private:
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
   CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
                       const LoadedModule** lm);
+  Event* find_event(uint64_t handle);
   struct Virtual {
     DeviceSpec spec;
     ServerLink* link = nullptr;
@@ -102,6 +144,9 @@ class Client {
   std::mutex info_mu_;
   AddressMap map_;
   Registry registry_;
+  std::mutex objects_mu_;
+  std::set<Stream*> streams_;  // live streams and events, to refuse stale handles
+  std::set<Event*> events_;
 };
 
 }  // namespace rgpu::client

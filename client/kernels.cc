@@ -19,8 +19,6 @@ constexpr CudaError kInvalidDeviceFunction = 98;
 constexpr CudaError kInvalidResourceHandle = 400;
 constexpr CudaError kSymbolNotFound = 500;
 
-bool default_stream(uint64_t s) { return s == 0 || s == 1 || s == 2; }
-
 }  // namespace
 
 CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
@@ -84,10 +82,8 @@ CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq*
 }
 
 CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
-                         uint64_t stream) {
-  const int dev = current_device();
-  if (!default_stream(stream)) return kInvalidResourceHandle;  // streams come later
-  const LoadedModule* lm = nullptr;
+                         const Stream& stream) {
+  const int dev = stream.device;  const LoadedModule* lm = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
   if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
@@ -110,6 +106,7 @@ CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, 
   q.gx = grid.x, q.gy = grid.y, q.gz = grid.z;
   q.bx = block.x, q.by = block.y, q.bz = block.z;
   q.shared_mem = static_cast<uint32_t>(shared_mem);
+  q.stream = stream.id;
   const KernelDesc& k = lm->kernels[f->index];
   q.args.assign(lm->arg_bytes[f->index], 0);
   for (size_t i = 0; i < k.params.size(); ++i) {

@@ -36,18 +36,22 @@ std::string client_info() {
 ServerLink::ServerLink(std::string host, uint16_t port, std::optional<std::string> token)
     : host_(std::move(host)), port_(port), token_(std::move(token)) {}
 
-ServerLink::~ServerLink() = default;
-
-CudaError ServerLink::ensure_connected() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return connect_locked();
+ServerLink::~ServerLink() {
+  // Links live as long as the process (the client core is never destroyed); if one is destroyed,
+  // its threads are stopped by closing the connection.
+  if (conn_) conn_->shutdown();
+  if (receiver_.joinable()) receiver_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+  if (callback_thread_.joinable()) callback_thread_.join();
 }
 
-CudaError ServerLink::fail_link(const std::string& why) {
-  if (state_ == err::Success) LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
-  state_ = err::DevicesUnavailable;
-  if (conn_) conn_->shutdown();
-  return state_;
+CudaError ServerLink::ensure_connected() {
+  if (connected_.load(std::memory_order_acquire)) return err::Success;
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  return connect_locked();
 }
 
 void ServerLink::read_frame(FrameHeader& h, std::vector<uint8_t>& body) {
@@ -59,24 +63,27 @@ void ServerLink::read_frame(FrameHeader& h, std::vector<uint8_t>& body) {
 }
 
 CudaError ServerLink::connect_locked() {
-  if (tried_) return state_;
+  if (tried_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+  }
   tried_ = true;
+  auto fail = [&](CudaError e) {
+    conn_.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_ = e;
+  };
   try {
     conn_ = transport::tcp_connect(host_, port_);
   } catch (const transport::TransportError& e) {
     LOG_ERROR("cannot reach rgpud: %s", e.what());
-    return state_ = err::DevicesUnavailable;
+    return fail(err::DevicesUnavailable);
   }
   try {
     HelloReq hello;
     hello.arch = client_arch();
     hello.client_info = client_info();
-    std::vector<uint8_t> body = encode_message(hello);
-    FrameHeader h{static_cast<uint16_t>(MsgId::Hello), 0, static_cast<uint32_t>(body.size()), 0, 0};
-    uint8_t raw[kHeaderSize];
-    encode_header(h, raw);
-    iovec v[2] = {{raw, sizeof raw}, {body.data(), body.size()}};
-    conn_->send_all(v, 2);
+    send_frame(static_cast<uint16_t>(MsgId::Hello), 0, encode_message(hello), nullptr, 0);
     FrameHeader rh;
     std::vector<uint8_t> reply;
     read_frame(rh, reply);
@@ -85,117 +92,278 @@ CudaError ServerLink::connect_locked() {
     int32_t e = decode_reply(reply, rep, msg);
     if (e != err::Success) {
       LOG_ERROR("rgpud at %s refused the connection: %s", address().c_str(), msg.c_str());
-      conn_.reset();
-      return state_ = e;
+      return fail(e);
     }
     if (rep.magic != kMagic || rep.version != kProtocolVersion) {
       LOG_ERROR("rgpud at %s speaks rgpu protocol version %u, this library speaks version %u",
                 address().c_str(), rep.version, kProtocolVersion);
-      conn_.reset();
-      return state_ = err::InsufficientDriver;
+      return fail(err::InsufficientDriver);
     }
     if (rep.auth_required) {
       if (!token_) {
         LOG_ERROR("rgpud at %s requires authentication: set RGPU_TOKEN to its token",
                   address().c_str());
-        conn_.reset();
-        return state_ = err::NotPermitted;
+        return fail(err::NotPermitted);
       }
       AuthReq auth;
       auth.mac = auth_mac(*token_, rep.challenge);
-      body = encode_message(auth);
-      h = FrameHeader{static_cast<uint16_t>(MsgId::Auth), 0, static_cast<uint32_t>(body.size()), 0, 0};
-      encode_header(h, raw);
-      iovec a[2] = {{raw, sizeof raw}, {body.data(), body.size()}};
-      conn_->send_all(a, 2);
+      send_frame(static_cast<uint16_t>(MsgId::Auth), 0, encode_message(auth), nullptr, 0);
       read_frame(rh, reply);
       Empty ok;
       e = decode_reply(reply, ok, msg);
       if (e != err::Success) {
         LOG_ERROR("rgpud at %s: %s", address().c_str(), msg.c_str());
-        conn_.reset();
-        return state_ = err::NotPermitted;
+        return fail(err::NotPermitted);
       }
     }
     hello_ = ServerHello{rep.gpu_count, rep.driver_version, rep.backend, rep.server_info};
     LOG_INFO("connected to %s at %s (%u GPU(s), %s backend)", rep.server_info.c_str(),
              address().c_str(), rep.gpu_count, rep.backend.c_str());
-    return state_ = err::Success;
   } catch (const std::exception& ex) {
     LOG_ERROR("handshake with rgpud at %s failed: %s", address().c_str(), ex.what());
-    conn_.reset();
-    return state_ = err::DevicesUnavailable;
+    return fail(err::DevicesUnavailable);
   }
+  receiver_ = std::thread([this] { receive_loop(); });
+  callback_thread_ = std::thread([this] { callback_loop(); });
+  connected_.store(true, std::memory_order_release);
+  return err::Success;
+}
+
+void ServerLink::fail_link(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ == err::Success)
+    LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
+  state_ = err::DevicesUnavailable;
+  for (auto& [id, p] : waiting_) {
+    p->result = err::DevicesUnavailable;
+    p->done = true;
+  }
+  waiting_.clear();
+  async_dst_.clear();
+  callbacks_.clear();
+  cv_.notify_all();
+  if (conn_) conn_->shutdown();
+}
+
+CudaError ServerLink::send_frame(uint16_t type, uint64_t id, const std::vector<uint8_t>& body,
+                                 const iovec* out, int n_out) {
+  uint64_t payload = 0;
+  for (int i = 0; i < n_out; ++i) payload += out[i].iov_len;
+  FrameHeader h{type, 0, static_cast<uint32_t>(body.size()), id, payload};
+  uint8_t raw[kHeaderSize];
+  encode_header(h, raw);
+  std::vector<iovec> v;
+  v.reserve(2 + n_out);
+  v.push_back({raw, sizeof raw});
+  v.push_back({const_cast<uint8_t*>(body.data()), body.size()});
+  v.insert(v.end(), out, out + n_out);
+  std::lock_guard<std::mutex> lock(send_mu_);
+  conn_->send_all(v.data(), static_cast<int>(v.size()));
+  return err::Success;
 }
 
 CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
-                               const std::vector<uint8_t>& body, const iovec* out, int n_out,
+                               std::vector<uint8_t> body, const iovec* out, int n_out,
                                const iovec* in, int n_in, Decoder decode, void* rep) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (CudaError e = connect_locked(); e != err::Success) return e;
-  if (!conn_) return state_;
-  uint64_t payload = 0, expect_in = 0;
-  for (int i = 0; i < n_out; ++i) payload += out[i].iov_len;
-  for (int i = 0; i < n_in; ++i) expect_in += in[i].iov_len;
+  if (CudaError e = ensure_connected(); e != err::Success) return e;
   const uint64_t id = next_id_++;
+  Pending p;
+  p.decode = decode;
+  p.rep = rep;
+  p.in = in;
+  p.n_in = n_in;
+  p.expect_in = 0;
+  for (int i = 0; i < n_in; ++i) p.expect_in += in[i].iov_len;
+  if (sync) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != err::Success) return state_;
+    waiting_[id] = &p;
+  }
   try {
-    FrameHeader h{type, 0, static_cast<uint32_t>(body.size()), id, payload};
-    uint8_t raw[kHeaderSize];
-    encode_header(h, raw);
-    std::vector<iovec> v;
-    v.reserve(2 + n_out);
-    v.push_back({raw, sizeof raw});
-    v.push_back({const_cast<uint8_t*>(body.data()), body.size()});
-    v.insert(v.end(), out, out + n_out);
-    conn_->send_all(v.data(), static_cast<int>(v.size()));
-    if (!sync) return err::Success;
+    send_frame(type, id, body, out, n_out);
+  } catch (const std::exception& ex) {
+    fail_link(ex.what());
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+  }
+  if (!sync) return err::Success;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return p.done; });
+  if (p.result != err::Success) {
+    if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
+    return p.result;
+  }
+  if (pending_ != err::Success) {
+    CudaError e = pending_;
+    pending_ = err::Success;
+    return e;
+  }
+  return err::Success;
+}
 
-    std::vector<uint8_t> reply;
+CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> body,
+                                          std::vector<iovec> rows, uint64_t width) {
+  if (CudaError e = ensure_connected(); e != err::Success) return e;
+  const uint64_t id = next_id_++;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != err::Success) return state_;
+    async_dst_[id] = AsyncDst{std::move(rows), width};
+  }
+  try {
+    send_frame(type, id, body, nullptr, 0);
+  } catch (const std::exception& ex) {
+    fail_link(ex.what());
+    return err::DevicesUnavailable;
+  }
+  return err::Success;
+}
+
+CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn) {
+  if (CudaError e = ensure_connected(); e != err::Success) return e;
+  const uint64_t id = new_id();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != err::Success) return state_;
+    callbacks_[id] = std::move(fn);
+  }
+  try {
+    send_frame(static_cast<uint16_t>(MsgId::HostFunc), next_id_++,
+               encode_message(HostFuncReq{gpu, stream, id}), nullptr, 0);
+  } catch (const std::exception& ex) {
+    fail_link(ex.what());
+    return err::DevicesUnavailable;
+  }
+  return err::Success;
+}
+
+// ---- the receiver thread --------------------------------------------------------------------------
+
+void ServerLink::receive_loop() {
+  std::vector<uint8_t> body;
+  try {
     for (;;) {
-      FrameHeader rh;
-      read_frame(rh, reply);
-      if (rh.type == static_cast<uint16_t>(MsgId::AsyncError) && !(rh.flags & kFlagReply)) {
-        AsyncErrorMsg m = decode_message<AsyncErrorMsg>(reply.data(), reply.size());
-        const char* what = msg_name(m.msg_type);
-        LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
-        if (pending_ == err::Success) pending_ = m.error;
+      FrameHeader h;
+      read_frame(h, body);
+      if (h.flags & kFlagReply) {
+        Pending* p = nullptr;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = waiting_.find(h.request_id);
+          if (it == waiting_.end()) throw ProtoError("a reply nobody waits for");
+          p = it->second;
+        }
+        CudaError e = p->decode(p->rep, body, p->message);
+        if (h.payload_len) {
+          if (e != err::Success || h.payload_len != p->expect_in)
+            throw ProtoError("reply payload does not match the request");
+          conn_->recv_all(p->in, p->n_in);
+        }
+        if (h.flags & kFlagTrailer) {
+          uint8_t t[4];
+          conn_->recv(t, 4);
+          Reader tr(t, 4);
+          e = tr.get<int32_t>();
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        waiting_.erase(h.request_id);
+        p->result = e;
+        p->done = true;
+        cv_.notify_all();
         continue;
       }
-      if (rh.type == static_cast<uint16_t>(MsgId::DeviceOutput) && !(rh.flags & kFlagReply)) {
-        // What kernels printed: onto this process's stdout, before the call returns.
-        DeviceOutputMsg m = decode_message<DeviceOutputMsg>(reply.data(), reply.size());
-        fwrite(m.bytes.data(), 1, m.bytes.size(), stdout);
-        fflush(stdout);
-        continue;
+      switch (static_cast<MsgId>(h.type)) {
+        case MsgId::AsyncError: {
+          AsyncErrorMsg m = decode_message<AsyncErrorMsg>(body.data(), body.size());
+          const char* what = msg_name(m.msg_type);
+          LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
+          std::lock_guard<std::mutex> lock(mu_);
+          if (pending_ == err::Success) pending_ = m.error;
+          async_dst_.erase(m.request_id);
+          break;
+        }
+        case MsgId::DeviceOutput: {
+          // What kernels printed: onto this process's stdout, before the call returns.
+          DeviceOutputMsg m = decode_message<DeviceOutputMsg>(body.data(), body.size());
+          fwrite(m.bytes.data(), 1, m.bytes.size(), stdout);
+          fflush(stdout);
+          break;
+        }
+        case MsgId::AsyncData:
+          receive_async_data(h, body);
+          break;
+        case MsgId::RunCallback: {
+          RunCallbackMsg m = decode_message<RunCallbackMsg>(body.data(), body.size());
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = callbacks_.find(m.id);
+          if (it == callbacks_.end()) throw ProtoError("a callback nobody queued");
+          to_run_.emplace_back(m.id, std::move(it->second));
+          callbacks_.erase(it);
+          cv_.notify_all();
+          break;
+        }
+        default:
+          throw ProtoError("unexpected frame from the server");
       }
-      if (!(rh.flags & kFlagReply) || rh.request_id != id || rh.type != type)
-        throw ProtoError("unexpected frame from the server");
-      std::string msg;
-      int32_t e = decode(rep, reply, msg);
-      if (rh.payload_len) {
-        if (e != err::Success || rh.payload_len != expect_in)
-          throw ProtoError("reply payload does not match the request");
-        conn_->recv_all(in, n_in);
-      }
-      if (rh.flags & kFlagTrailer) {
-        uint8_t t[4];
-        conn_->recv(t, 4);
-        Reader tr(t, 4);
-        e = tr.get<int32_t>();
-      }
-      if (e != err::Success) {
-        LOG_INFO("%s failed: %s", name, msg.c_str());
-        return e;
-      }
-      if (pending_ != err::Success) {
-        CudaError p = pending_;
-        pending_ = err::Success;
-        return p;
-      }
-      return err::Success;
     }
   } catch (const std::exception& ex) {
-    return fail_link(ex.what());
+    fail_link(ex.what());
+  }
+}
+
+void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint8_t>& body) {
+  AsyncDataMsg m = decode_message<AsyncDataMsg>(body.data(), body.size());
+  std::vector<iovec> pieces;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = async_dst_.find(h.request_id);
+    if (it != async_dst_.end()) {
+      // Scatter [offset, offset + len) of the packed rows into the destination rows.
+      const AsyncDst& d = it->second;
+      uint64_t off = m.offset, left = h.payload_len;
+      while (left) {
+        uint64_t row = off / d.width, col = off % d.width;
+        if (row >= d.rows.size()) throw ProtoError("asynchronous data past its destination");
+        uint64_t n = std::min(d.width - col, left);
+        pieces.push_back({static_cast<char*>(d.rows[row].iov_base) + col, n});
+        off += n;
+        left -= n;
+      }
+      if (m.last) async_dst_.erase(it);
+    }
+  }
+  if (pieces.empty() && h.payload_len) {  // the copy failed and was reported: drop its bytes
+    std::vector<char> sink(std::min<uint64_t>(h.payload_len, 1 << 20));
+    for (uint64_t left = h.payload_len; left;) {
+      uint64_t n = std::min<uint64_t>(left, sink.size());
+      conn_->recv(sink.data(), n);
+      left -= n;
+    }
+    return;
+  }
+  for (size_t i = 0; i < pieces.size(); i += IOV_MAX) {
+    int n = static_cast<int>(std::min<size_t>(IOV_MAX, pieces.size() - i));
+    conn_->recv_all(pieces.data() + i, n);
+  }
+}
+
+void ServerLink::callback_loop() {
+  for (;;) {
+    std::pair<uint64_t, std::function<void()>> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !to_run_.empty() || state_ != err::Success; });
+      if (to_run_.empty()) return;
+      job = std::move(to_run_.front());
+      to_run_.pop_front();
+    }
+    job.second();
+    try {
+      send_frame(static_cast<uint16_t>(MsgId::CallbackDone), next_id_++,
+                 encode_message(CallbackDoneReq{job.first}), nullptr, 0);
+    } catch (const std::exception& ex) {
+      fail_link(ex.what());
+    }
   }
 }
 

@@ -1,15 +1,26 @@
-// One connection from this process to one rgpud, opened on first use: handshake, then requests.
-// Synchronous requests wait for their reply; asynchronous ones are sent and forgotten unless the
-// server reports that they failed, which the next synchronous request on the link returns (CUDA
-// reports asynchronous errors at the next synchronizing call).  Payloads go from and into the
-// caller's buffers with scatter/gather I/O; nothing is copied on the way.
+// One connection from this process to one rgpud, opened on first use.  Any number of threads call
+// through it at once: a request is sent under a short send lock, and a receiver thread routes what
+// comes back — replies to the thread waiting for them (their payloads straight into that thread's
+// buffers), device-to-host data of asynchronous copies into their destinations, asynchronous
+// errors, kernel output, and host callbacks (run in order on a callback thread, which then tells
+// the server to let the stream go on).  Synchronous requests wait for their reply; asynchronous
+// ones do not, and a failure among them is returned by the next synchronous request on the link,
+// as CUDA reports asynchronous errors at the next synchronizing call.
 #pragma once
 
 #include <sys/uio.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "client/config.h"
 #include "common/cuda_errors.h"
@@ -34,41 +45,89 @@ class ServerLink {
   CudaError ensure_connected();
   const ServerHello& hello() const { return hello_; }
   std::string address() const { return host_ + ":" + std::to_string(port_); }
+  // A fresh id for a stream, event or callback (unique on this link, never 0).
+  uint64_t new_id() { return next_object_++; }
 
   // Sends request M; `out` is the request's payload, `in` receives the reply's payload.
   template <class M>
   CudaError call(const typename M::Req& req, typename M::Rep* rep = nullptr,
                  const iovec* out = nullptr, int n_out = 0, const iovec* in = nullptr,
                  int n_in = 0) {
-    std::vector<uint8_t> body = proto::encode_message(req);
     Decoder decode = [](void* r, const std::vector<uint8_t>& reply, std::string& msg) -> int32_t {
       typename M::Rep tmp{};
       auto* target = r ? static_cast<typename M::Rep*>(r) : &tmp;
       return proto::decode_reply(reply, *target, msg);
     };
-    return transact(static_cast<uint16_t>(M::id), M::name, M::mode == proto::Mode::Sync, body,
-                    out, n_out, in, n_in, decode, rep);
+    return transact(static_cast<uint16_t>(M::id), M::name, M::mode == proto::Mode::Sync,
+                    proto::encode_message(req), out, n_out, in, n_in, decode, rep);
   }
+
+  // An asynchronous device-to-host copy: `rows` (each `width` bytes) receive the data when the
+  // server's stream has produced it, before any later synchronizing reply.
+  template <class M>
+  CudaError call_with_async_data(const typename M::Req& req, std::vector<iovec> rows,
+                                 uint64_t width) {
+    return transact_async_data(static_cast<uint16_t>(M::id), proto::encode_message(req),
+                               std::move(rows), width);
+  }
+
+  // Queues a host function: `fn` runs on the callback thread when the stream reaches it.
+  CudaError host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn);
 
  private:
   using Decoder = int32_t (*)(void* rep, const std::vector<uint8_t>& body, std::string& message);
-  CudaError transact(uint16_t type, const char* name, bool sync, const std::vector<uint8_t>& body,
+  struct Pending {
+    Decoder decode = nullptr;
+    void* rep = nullptr;
+    const iovec* in = nullptr;
+    int n_in = 0;
+    uint64_t expect_in = 0;
+    CudaError result = err::Success;
+    std::string message;
+    bool done = false;
+  };
+  struct AsyncDst {
+    std::vector<iovec> rows;
+    uint64_t width;
+  };
+
+  CudaError transact(uint16_t type, const char* name, bool sync, std::vector<uint8_t> body,
                      const iovec* out, int n_out, const iovec* in, int n_in, Decoder decode,
                      void* rep);
+  CudaError transact_async_data(uint16_t type, std::vector<uint8_t> body, std::vector<iovec> rows,
+                                uint64_t width);
+  CudaError send_frame(uint16_t type, uint64_t id, const std::vector<uint8_t>& body,
+                       const iovec* out, int n_out);
   CudaError connect_locked();
-  CudaError fail_link(const std::string& why);
+  void fail_link(const std::string& why);
   void read_frame(proto::FrameHeader& h, std::vector<uint8_t>& body);
+  void receive_loop();
+  void callback_loop();
+  void receive_async_data(const proto::FrameHeader& h, const std::vector<uint8_t>& body);
 
   std::string host_;
   uint16_t port_;
   std::optional<std::string> token_;
-  std::mutex mu_;
   std::unique_ptr<transport::Connection> conn_;
-  bool tried_ = false;
-  CudaError state_ = err::Success;  // sticky outcome of connecting / losing the link
-  CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
-  uint64_t next_id_ = 1;
   ServerHello hello_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> next_object_{1};
+
+  std::mutex connect_mu_;
+  bool tried_ = false;
+  std::atomic<bool> connected_{false};  // handshake done (later failures: state_)
+  std::mutex send_mu_;
+
+  // Shared with the receiver thread.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  CudaError state_ = err::Success;    // outcome of connecting / losing the link
+  CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
+  std::map<uint64_t, Pending*> waiting_;
+  std::map<uint64_t, AsyncDst> async_dst_;
+  std::map<uint64_t, std::function<void()>> callbacks_;
+  std::deque<std::pair<uint64_t, std::function<void()>>> to_run_;
+  std::thread receiver_, callback_thread_;
 };
 
 }  // namespace rgpu::client

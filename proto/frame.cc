@@ -47,6 +47,10 @@ const char* msg_name(uint16_t id) {
       return "AsyncError";
     case static_cast<uint16_t>(MsgId::DeviceOutput):
       return "DeviceOutput";
+    case static_cast<uint16_t>(MsgId::AsyncData):
+      return "AsyncData";
+    case static_cast<uint16_t>(MsgId::RunCallback):
+      return "RunCallback";
   }
   return nullptr;
 }

@@ -16,7 +16,7 @@
 namespace rgpu::proto {
 
 constexpr uint32_t kMagic = 0x55504752;  // "RGPU" little-endian
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 
 enum class Mode : uint8_t { Sync, Async };
 enum class Payload : uint8_t { None, In, Out };
@@ -133,7 +133,8 @@ struct MemcpyDtoDReq {
   uint64_t dst = 0;
   uint64_t src = 0;
   uint64_t size = 0;
-  RGPU_FIELDS(device, dst, src, size)
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, dst, src, size, stream)
 };
 using MemcpyDtoDRep = Empty;
 struct MemsetReq {
@@ -141,7 +142,8 @@ struct MemsetReq {
   uint64_t ptr = 0;
   uint8_t value = 0;
   uint64_t size = 0;
-  RGPU_FIELDS(device, ptr, value, size)
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, ptr, value, size, stream)
 };
 using MemsetRep = Empty;
 
@@ -174,9 +176,148 @@ struct Memcpy2DDtoDReq {
   uint64_t spitch = 0;
   uint64_t width = 0;
   uint64_t height = 0;
-  RGPU_FIELDS(device, dst, dpitch, src, spitch, width, height)
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, dst, dpitch, src, spitch, width, height, stream)
 };
 using Memcpy2DDtoDRep = Empty;
+
+// Asynchronous copies on a stream.  Host to device: the rows travel with the request (captured at
+// the call, as CUDA stages pageable memory).  Device to host: the rows come back, when the stream
+// has done the copy, in AsyncData frames carrying this request's id.
+struct MemcpyHtoDAsyncReq {
+  uint32_t device = 0;
+  uint64_t dst = 0;
+  uint64_t dpitch = 0;
+  uint64_t width = 0;
+  uint64_t height = 0;
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, dst, dpitch, width, height, stream)
+  uint64_t payload_bytes() const { return width * height; }
+};
+using MemcpyHtoDAsyncRep = Empty;
+struct MemcpyDtoHAsyncReq {
+  uint32_t device = 0;
+  uint64_t src = 0;
+  uint64_t spitch = 0;
+  uint64_t width = 0;
+  uint64_t height = 0;
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, src, spitch, width, height, stream)
+};
+using MemcpyDtoHAsyncRep = Empty;
+// Sent by the server: `payload_len` bytes of an asynchronous device-to-host copy, at `offset` in
+// its packed rows.
+struct AsyncDataMsg {
+  uint64_t offset = 0;
+  bool last = false;
+  RGPU_FIELDS(offset, last)
+};
+struct MemcpyPeerReq {
+  uint32_t dst_device = 0;
+  uint64_t dst = 0;
+  uint32_t src_device = 0;
+  uint64_t src = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;  // a stream of the destination GPU
+  RGPU_FIELDS(dst_device, dst, src_device, src, size, stream)
+};
+using MemcpyPeerRep = Empty;
+struct PeerReq {
+  uint32_t device = 0;
+  uint32_t peer = 0;
+  RGPU_FIELDS(device, peer)
+};
+using DeviceCanAccessPeerReq = PeerReq;
+struct DeviceCanAccessPeerRep {
+  int32_t can = 0;
+  RGPU_FIELDS(can)
+};
+using DeviceEnablePeerReq = PeerReq;
+using DeviceEnablePeerRep = Empty;
+
+// ---- streams, events, host callbacks -------------------------------------------------------------
+// Stream and event ids are chosen by the client (unique per connection, never 0), so creating one
+// needs no round trip.  Stream 0 is the GPU's legacy default stream.
+struct StreamCreateReq {
+  uint32_t device = 0;
+  uint64_t id = 0;
+  uint32_t flags = 0;
+  int32_t priority = 0;
+  RGPU_FIELDS(device, id, flags, priority)
+};
+using StreamCreateRep = Empty;
+struct ObjectReq {
+  uint32_t device = 0;
+  uint64_t id = 0;
+  RGPU_FIELDS(device, id)
+};
+using StreamDestroyReq = ObjectReq;
+using StreamDestroyRep = Empty;
+using StreamSynchronizeReq = ObjectReq;
+using StreamSynchronizeRep = Empty;
+using StreamQueryReq = ObjectReq;
+using StreamQueryRep = Empty;
+struct StreamWaitEventReq {
+  uint32_t device = 0;
+  uint64_t stream = 0;
+  uint64_t event = 0;
+  RGPU_FIELDS(device, stream, event)
+};
+using StreamWaitEventRep = Empty;
+using StreamPriorityRangeReq = DeviceReq;
+struct StreamPriorityRangeRep {
+  int32_t least = 0;
+  int32_t greatest = 0;
+  RGPU_FIELDS(least, greatest)
+};
+struct EventCreateReq {
+  uint32_t device = 0;
+  uint64_t id = 0;
+  uint32_t flags = 0;
+  RGPU_FIELDS(device, id, flags)
+};
+using EventCreateRep = Empty;
+using EventDestroyReq = ObjectReq;
+using EventDestroyRep = Empty;
+struct EventRecordReq {
+  uint32_t device = 0;
+  uint64_t event = 0;
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, event, stream)
+};
+using EventRecordRep = Empty;
+using EventQueryReq = ObjectReq;
+using EventQueryRep = Empty;
+using EventSynchronizeReq = ObjectReq;
+using EventSynchronizeRep = Empty;
+struct EventElapsedReq {
+  uint32_t device = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  RGPU_FIELDS(device, start, end)
+};
+struct EventElapsedRep {
+  uint32_t ms_bits = 0;  // IEEE-754 single precision
+  RGPU_FIELDS(ms_bits)
+};
+// A host function queued on a stream: when the stream reaches it the server sends RunCallback
+// and holds the stream until the client answers CallbackDone.
+struct HostFuncReq {
+  uint32_t device = 0;
+  uint64_t stream = 0;
+  uint64_t id = 0;
+  RGPU_FIELDS(device, stream, id)
+};
+using HostFuncRep = Empty;
+struct CallbackDoneReq {
+  uint64_t id = 0;
+  RGPU_FIELDS(id)
+};
+using CallbackDoneRep = Empty;
+struct RunCallbackMsg {
+  uint64_t id = 0;
+  RGPU_FIELDS(id)
+};
 
 // ---- modules and kernels -------------------------------------------------------------------------
 // A module is a fat binary named by its SHA-256.  ModuleLookup asks for one the server already has
@@ -236,7 +377,7 @@ struct LaunchReq {
   uint32_t gx = 1, gy = 1, gz = 1;
   uint32_t bx = 1, by = 1, bz = 1;
   uint32_t shared_mem = 0;
-  uint64_t stream = 0;
+  uint64_t stream = 0;  // 0: the legacy default stream
   std::vector<uint8_t> args;  // the parameter buffer, packed by the kernel's layout
   RGPU_FIELDS(device, module, kernel, gx, gy, gz, bx, by, bz, shared_mem, stream, args)
 };
@@ -291,6 +432,8 @@ enum class MsgId : uint16_t {
 #undef RGPU_MSG
   AsyncError = 0x0004,
   DeviceOutput = 0x0005,
+  AsyncData = 0x0006,
+  RunCallback = 0x0007,
 };
 
 #define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                \

@@ -1,8 +1,11 @@
-// Bulk payloads of a session: rows received into device memory and sent back from it.  Where the
-// backend's device memory is directly addressable (host backend) bytes go straight between the
-// socket and the allocation; otherwise they pass through the session's page-locked staging buffer.
+// Bulk copies of a session.  Host-to-device payloads arrive (read by the reader thread) in
+// page-locked buffers the backend copies from directly; device-to-host data is copied into
+// page-locked buffers that the writer thread sends and then returns to the pool, so the DMA of one
+// chunk overlaps the sending of the previous one.  Rows are packed `width` bytes each on the wire.
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <memory>
 
 #include "server/session.h"
 
@@ -13,121 +16,240 @@ using backend::Rect;
 using Status = backend::Status;
 
 namespace {
-constexpr size_t kMaxIov = 512;
+
+// Calls piece(device offset from the start of the rows, host offset in [a, b), rect) for the
+// packed byte range [a, b) of `height` rows of `width` bytes, `pitch` apart on the device: whole
+// rows as one rectangle, partial rows as single pieces.
+Status for_pieces(uint64_t a, uint64_t b, uint64_t width, uint64_t pitch,
+                  const std::function<Status(uint64_t, uint64_t, Rect)>& piece) {
+  for (uint64_t p = a; p < b;) {
+    uint64_t row = p / width, col = p % width;
+    Status s;
+    if (col == 0 && b - p >= width) {
+      uint64_t k = (b - p) / width;
+      s = piece(row * pitch, p - a, Rect{width, k});
+      p += k * width;
+    } else {
+      uint64_t len = std::min(width - col, b - p);
+      s = piece(row * pitch + col, p - a, Rect{len, 1});
+      p += len;
+    }
+    if (!s.ok()) return s;
+  }
+  return Status::success();
 }
 
-Status Session::receive_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width,
-                             uint64_t height) {
-  if (width == 0 || height == 0) return Status::success();
+struct Delivery {
+  Outbox* outbox;
+  BufferPool* pool;
+  uint64_t request_id;
+  uint64_t offset;
+  bool last;
+  char* buf;
+  size_t size;
+};
+
+struct Release {
+  BufferPool* pool;
+  std::vector<char*> buffers;
+};
+
+}  // namespace
+
+Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width,
+                           uint64_t height, uint64_t stream, bool async) {
   const int d = static_cast<int>(dev);
-  if (auto* view = static_cast<char*>(exec_.host_view(d, dst))) {
-    iovec iov[kMaxIov];
-    for (uint64_t row = 0; row < height;) {
-      size_t n = 0;
-      for (; n < kMaxIov && row < height; ++n, ++row) iov[n] = {view + row * dpitch, width};
-      conn_.recv_all(iov, static_cast<int>(n));
-      payload_left_ -= n * width;
-    }
-    return Status::success();
+  if (width == 0 || height == 0) return Status::success();
+  std::vector<Chunk> chunks = std::move(current_->payload);
+  current_->payload.clear();
+  auto* hold = new Release{&pool_, {}};
+  for (Chunk& c : chunks) hold->buffers.push_back(c.data);
+  Status status;
+  uint64_t a = 0;
+  for (Chunk& c : chunks) {
+    uint64_t b = a + c.size;
+    status = for_pieces(a, b, width, dpitch, [&](uint64_t doff, uint64_t hoff, Rect r) {
+      const char* src = c.data + hoff;
+      return async ? exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream)
+                   : exec_.copy_to_device(d, dst + doff, dpitch, src, width, r);
+    });
+    if (!status.ok()) break;
+    a = b;
   }
-  auto* stage = static_cast<char*>(staging());
-  if (!stage) return Status::fail(err::MemoryAllocation, "cannot allocate the staging buffer");
-  const uint64_t cap = config_.staging_bytes;
-  if (width <= cap) {
-    const uint64_t rows_per = cap / width;
-    for (uint64_t row = 0; row < height;) {
-      uint64_t k = std::min(rows_per, height - row);
-      conn_.recv(stage, k * width);
-      payload_left_ -= k * width;
-      Status s = exec_.copy_to_device(d, dst + row * dpitch, dpitch, stage, width, Rect{width, k});
-      if (!s.ok()) return s;
-      row += k;
-    }
-    return Status::success();
+  // The buffers go back to the pool once the stream is past the copies that read them.
+  auto release = [](void* arg) {
+    auto* h = static_cast<Release*>(arg);
+    for (char* p : h->buffers) h->pool->release(p);
+    delete h;
+  };
+  if (!async) {
+    release(hold);
+  } else if (!exec_.host_func(d, stream, release, hold).ok()) {
+    exec_.stream_synchronize(d, stream);
+    release(hold);
   }
-  for (uint64_t row = 0; row < height; ++row) {
-    for (uint64_t off = 0; off < width;) {
-      uint64_t n = std::min(cap, width - off);
-      conn_.recv(stage, n);
-      payload_left_ -= n;
-      Status s = exec_.copy_to_device(d, dst + row * dpitch + off, n, stage, n, Rect{n, 1});
-      if (!s.ok()) return s;
-      off += n;
+  return status;
+}
+
+Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
+                                uint64_t height) {
+  const int d = static_cast<int>(dev);
+  const uint64_t total = width * height;
+  if (launched_) {
+    // The copy waits for the legacy stream anyway; what kernels printed goes out before the data.
+    if (Status s = exec_.stream_synchronize(d, 0); !s.ok()) return s;
+    forward_output();
+  }
+  std::vector<uint8_t> body = encode_ok_reply(Empty{});
+  FrameHeader h{current_->header.type,
+                static_cast<uint16_t>(kFlagReply | (total ? kFlagTrailer : 0)),
+                static_cast<uint32_t>(body.size()), current_->header.request_id, total};
+  OutItem head;
+  head.head.resize(kHeaderSize);
+  encode_header(h, head.head.data());
+  head.head.insert(head.head.end(), body.begin(), body.end());
+  outbox_.push(std::move(head));
+  reply_sent_ = true;
+  if (!total) return Status::success();
+
+  Status status;
+  const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
+  const uint64_t step = chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
+  for (uint64_t a = 0; a < total; a += step) {
+    uint64_t b = std::min(total, a + step);
+    char* buf = pool_.acquire(true);
+    if (!buf) {
+      // The promised bytes still go out (zeros); the trailer tells the failure.
+      status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
+      static const char zeros[64 << 10] = {};
+      OutItem pad;
+      for (uint64_t n = b - a; n;) {
+        uint64_t k = std::min<uint64_t>(n, sizeof zeros);
+        pad.payload.push_back({const_cast<char*>(zeros), k});
+        n -= k;
+      }
+      outbox_.push(std::move(pad));
+      continue;
+    }
+    if (status.ok())
+      status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
+        return exec_.copy_to_host(d, buf + hoff, width, src + soff, spitch, r);
+      });
+    if (!status.ok()) memset(buf, 0, b - a);  // the promised bytes still go out; the trailer tells
+    OutItem item;
+    item.payload.push_back({buf, b - a});
+    item.release = [this, buf] { pool_.release(buf); };
+    outbox_.push(std::move(item));
+  }
+  OutItem tail;
+  tail.trailer = status.code;
+  outbox_.push(std::move(tail));
+  return status;
+}
+
+Status Session::read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
+                                uint64_t height, uint64_t stream) {
+  const int d = static_cast<int>(dev);
+  const uint64_t total = width * height;
+  const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
+  const uint64_t step = chunk ? chunk : pool_.buffer_bytes();
+  auto deliver = [](void* arg) {
+    // On a backend thread, once the stream has done the copy: queue the bytes for the client.
+    auto* dl = static_cast<Delivery*>(arg);
+    AsyncDataMsg m{dl->offset, dl->last};
+    std::vector<uint8_t> body = encode_message(m);
+    FrameHeader h{static_cast<uint16_t>(MsgId::AsyncData), 0, static_cast<uint32_t>(body.size()),
+                  dl->request_id, dl->size};
+    OutItem item;
+    item.head.resize(kHeaderSize);
+    encode_header(h, item.head.data());
+    item.head.insert(item.head.end(), body.begin(), body.end());
+    item.payload.push_back({dl->buf, dl->size});
+    BufferPool* pool = dl->pool;
+    char* buf = dl->buf;
+    item.release = [pool, buf] { pool->release(buf); };
+    dl->outbox->push(std::move(item));
+    delete dl;
+  };
+  for (uint64_t a = 0; a < total; a += step) {
+    uint64_t b = std::min(total, a + step);
+    char* buf = pool_.acquire(true);
+    if (!buf) return Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
+    Status s = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
+      return exec_.copy_to_host_async(d, buf + hoff, width, src + soff, spitch, r, stream);
+    });
+    auto* dl = new Delivery{&outbox_, &pool_, current_->header.request_id, a, b == total, buf,
+                            b - a};
+    if (s.ok()) s = exec_.host_func(d, stream, deliver, dl);
+    if (!s.ok()) {
+      exec_.stream_synchronize(d, stream);
+      pool_.release(buf);
+      delete dl;
+      return s;
     }
   }
   return Status::success();
 }
 
-Status Session::send_rows(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
-                          uint64_t height) {
-  const int d = static_cast<int>(dev);
-  const uint64_t total = width * height;
-  auto* stage = static_cast<char*>(exec_.host_view(d, src) ? nullptr : staging());
-  auto* view = static_cast<char*>(exec_.host_view(d, src));
-  if (total && !view && !stage)
-    return Status::fail(err::MemoryAllocation, "cannot allocate the staging buffer");
-  if (launched_) {
-    // Like CUDA's synchronous copy, wait for earlier kernels first; what they printed is then
-    // complete and goes to the client before the data.
-    if (Status s = exec_.synchronize(d); !s.ok()) return s;
-    forward_output();
-  }
+// ---- handlers -------------------------------------------------------------------------------------
 
-  // The reply goes out before the data; a failure part-way is told by the trailing status.
-  std::vector<uint8_t> body = encode_ok_reply(Empty{});
-  FrameHeader h{current_.type, static_cast<uint16_t>(kFlagReply | (total ? kFlagTrailer : 0)),
-                static_cast<uint32_t>(body.size()), current_.request_id, total};
-  uint8_t raw[kHeaderSize];
-  encode_header(h, raw);
-  iovec head[2] = {{raw, sizeof raw}, {body.data(), body.size()}};
-  conn_.send_all(head, 2);
-  reply_sent_ = true;
-  if (!total) return Status::success();
+Status Session::on(MemcpyHtoDMsg, const MemcpyHtoDReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.dst, q.size, q.size, 1); !s.ok()) return s;
+  return write_rows(q.device, q.dst, q.size, q.size, 1, 0, false);
+}
 
-  Status status;
-  uint64_t sent = 0;
-  if (view) {
-    iovec iov[kMaxIov];
-    for (uint64_t row = 0; row < height;) {
-      size_t n = 0;
-      for (; n < kMaxIov && row < height; ++n, ++row) iov[n] = {view + row * spitch, width};
-      conn_.send_all(iov, static_cast<int>(n));
-      sent += n * width;
-    }
-  } else {
-    const uint64_t cap = config_.staging_bytes;
-    for (uint64_t row = 0; row < height && status.ok(); ++row) {
-      // Whole rows per chunk when they fit, else pieces of one row.
-      uint64_t rows = width <= cap ? std::min(cap / width, height - row) : 1;
-      if (rows > 1 || width <= cap) {
-        status = exec_.copy_to_host(d, stage, width, src + row * spitch, spitch, Rect{width, rows});
-        if (!status.ok()) break;
-        conn_.send(stage, rows * width);
-        sent += rows * width;
-        row += rows - 1;
-        continue;
-      }
-      for (uint64_t off = 0; off < width;) {
-        uint64_t n = std::min(cap, width - off);
-        status = exec_.copy_to_host(d, stage, n, src + row * spitch + off, n, Rect{n, 1});
-        if (!status.ok()) break;
-        conn_.send(stage, n);
-        sent += n;
-        off += n;
-      }
-    }
-  }
-  // Pad what could not be read, then the trailing status.
-  static const char zeros[64 << 10] = {};
-  while (sent < total) {
-    size_t n = std::min<uint64_t>(total - sent, sizeof zeros);
-    conn_.send(zeros, n);
-    sent += n;
-  }
-  std::vector<uint8_t> trailer;
-  Writer(trailer).put<int32_t>(status.code);
-  conn_.send(trailer.data(), trailer.size());
-  return status;
+Status Session::on(Memcpy2DHtoDMsg, const Memcpy2DHtoDReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.dst, q.dpitch, q.width, q.height); !s.ok()) return s;
+  return write_rows(q.device, q.dst, q.dpitch, q.width, q.height, 0, false);
+}
+
+Status Session::on(MemcpyHtoDAsyncMsg, const MemcpyHtoDAsyncReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.dst, q.dpitch, q.width, q.height); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
+  return write_rows(q.device, q.dst, q.dpitch, q.width, q.height, stream, true);
+}
+
+Status Session::on(MemcpyDtoHMsg, const MemcpyDtoHReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.src, q.size, q.size, 1); !s.ok()) return s;
+  return read_rows_reply(q.device, q.src, q.size, q.size, 1);
+}
+
+Status Session::on(Memcpy2DDtoHMsg, const Memcpy2DDtoHReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.src, q.spitch, q.width, q.height); !s.ok()) return s;
+  return read_rows_reply(q.device, q.src, q.spitch, q.width, q.height);
+}
+
+Status Session::on(MemcpyDtoHAsyncMsg, const MemcpyDtoHAsyncReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.src, q.spitch, q.width, q.height); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
+  if (q.width == 0 || q.height == 0) return Status::success();
+  return read_rows_async(q.device, q.src, q.spitch, q.width, q.height, stream);
+}
+
+Status Session::on(MemcpyPeerMsg, const MemcpyPeerReq& q, Empty&) {
+  if (Status s = check_range(q.dst_device, q.dst, q.size, q.size, 1); !s.ok()) return s;
+  if (Status s = check_range(q.src_device, q.src, q.size, q.size, 1); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.dst_device, q.stream, stream); !s.ok()) return s;
+  if (q.size == 0) return Status::success();
+  return exec_.copy_peer(static_cast<int>(q.dst_device), q.dst, static_cast<int>(q.src_device),
+                         q.src, q.size, stream);
+}
+
+Status Session::on(DeviceCanAccessPeerMsg, const PeerReq& q, DeviceCanAccessPeerRep& rep) {
+  if (Status s = check_device(q.device); !s.ok()) return s;
+  if (Status s = check_device(q.peer); !s.ok()) return s;
+  if (q.device == q.peer) return Status::success();  // can = 0, as CUDA says for the same GPU
+  return exec_.can_access_peer(static_cast<int>(q.device), static_cast<int>(q.peer), rep.can);
+}
+
+Status Session::on(DeviceEnablePeerMsg, const PeerReq& q, Empty&) {
+  if (Status s = check_device(q.device); !s.ok()) return s;
+  if (Status s = check_device(q.peer); !s.ok()) return s;
+  if (q.device == q.peer) return Status::fail(err::InvalidDevice, "a GPU is not its own peer");
+  return exec_.enable_peer_access(static_cast<int>(q.device), static_cast<int>(q.peer));
 }
 
 }  // namespace rgpu::server

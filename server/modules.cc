@@ -40,7 +40,8 @@ void Session::forward_output() {
   if (out.empty()) return;
   DeviceOutputMsg m;
   m.bytes.assign(out.begin(), out.end());
-  send_frame(static_cast<uint16_t>(MsgId::DeviceOutput), 0, current_.request_id, encode_message(m));
+  push_frame(static_cast<uint16_t>(MsgId::DeviceOutput), 0, current_->header.request_id,
+             encode_message(m));
 }
 
 void Session::unload_modules(int dev) {
@@ -63,9 +64,9 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (q.image_size == 0 || q.image_size > kMaxModule)
     return Status::fail(err::InvalidValue, "module image size out of range");
-  auto image = std::make_shared<std::vector<uint8_t>>(q.image_size);
-  conn_.recv(image->data(), image->size());
-  payload_left_ = 0;
+  auto image = std::make_shared<std::vector<uint8_t>>();
+  image->reserve(q.image_size);
+  for (const Chunk& c : current_->payload) image->insert(image->end(), c.data, c.data + c.size);
   if (sha256(image->data(), image->size()) != q.hash)
     return Status::fail(err::InvalidValue, "module image does not match its hash");
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);
@@ -144,16 +145,15 @@ Status Session::on(LaunchMsg, const LaunchReq& q, Empty&) {
   const fatbin::KernelLayout& layout = modules_[q.device][q.module].layouts[q.kernel];
   if (q.args.size() != layout_end(layout))
     return Status::fail(err::InvalidValue, "kernel argument buffer does not match the layout");
-  if (q.stream != 0) return Status::fail(400, "streams are not supported yet");
-  std::vector<void*> params(layout.params.size());
-  auto* base = const_cast<uint8_t*>(q.args.data());
-  for (size_t i = 0; i < params.size(); ++i) params[i] = base + layout.params[i].offset;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   backend::LaunchDims dims;
   dims.grid[0] = q.gx, dims.grid[1] = q.gy, dims.grid[2] = q.gz;
   dims.block[0] = q.bx, dims.block[1] = q.by, dims.block[2] = q.bz;
   dims.shared_mem = q.shared_mem;
   launched_ = true;
-  return exec_.launch(static_cast<int>(q.device), kernel, dims, params.data());
+  return exec_.launch(static_cast<int>(q.device), kernel, dims, q.args.data(), q.args.size(), layout,
+                      stream);
 }
 
 Status Session::on(FuncGetAttributesMsg, const FuncReq& q, FuncGetAttributesRep& rep) {

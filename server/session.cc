@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "common/log.h"
 
@@ -25,44 +26,54 @@ void set_recv_timeout(int fd, int seconds) {
 
 Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
 
+void send_now(transport::Connection& conn, uint16_t type, uint16_t flags, uint64_t id,
+              const std::vector<uint8_t>& body) {
+  FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, 0};
+  uint8_t raw[kHeaderSize];
+  encode_header(h, raw);
+  iovec v[2] = {{raw, sizeof raw}, {const_cast<uint8_t*>(body.data()), body.size()}};
+  conn.send_all(v, 2);
+}
+
 }  // namespace
 
 Session::Session(transport::Connection& conn, backend::Executor& exec, SessionConfig config)
     : conn_(conn),
       exec_(exec),
       config_(std::move(config)),
+      outbox_(conn),
+      pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
       modules_(exec.device_count()),
       module_ids_(exec.device_count()) {}
 
 Session::~Session() {
-  for (size_t d = 0; d < allocs_.size(); ++d)
+  for (size_t d = 0; d < allocs_.size(); ++d) {
+    exec_.synchronize(static_cast<int>(d));
     for (uint64_t p : allocs_[d].allocations()) exec_.mem_free(static_cast<int>(d), p);
-  if (staging_) exec_.free_staging(staging_);
+  }
 }
 
 void Session::run() {
   try {
     if (!handshake()) return;
-    std::vector<uint8_t> body;
-    for (;;) {
-      uint8_t raw[kHeaderSize];
-      if (!conn_.recv_or_eof(raw, sizeof raw)) {
-        LOG_INFO("client %s disconnected", conn_.peer().c_str());
-        return;
-      }
-      FrameHeader h = decode_header(raw);
-      body.resize(h.body_len);
-      if (h.body_len) conn_.recv(body.data(), body.size());
-      serve(h, body);
-    }
-  } catch (const ProtoError& e) {
-    LOG_WARN("closing connection from %s: malformed message: %s", conn_.peer().c_str(), e.what());
-  } catch (const transport::TransportError& e) {
-    LOG_INFO("client %s gone: %s", conn_.peer().c_str(), e.what());
   } catch (const std::exception& e) {
-    LOG_ERROR("closing connection from %s: %s", conn_.peer().c_str(), e.what());
+    LOG_WARN("handshake with %s failed: %s", conn_.peer().c_str(), e.what());
+    return;
   }
+  outbox_.start();
+  std::thread dispatcher([this] { dispatch_loop(); });
+  read_loop();
+  // The client is gone (or broke the protocol): stop holding streams for it, finish.
+  cancel_callbacks();
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    reader_done_ = true;
+    queue_cv_.notify_one();
+  }
+  dispatcher.join();
+  for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+  outbox_.stop();
 }
 
 bool Session::handshake() {
@@ -84,7 +95,8 @@ bool Session::handshake() {
                       std::to_string(version) + ", this server (" + config_.server_info +
                       ") speaks version " + std::to_string(kProtocolVersion);
     LOG_WARN("refusing %s: %s", conn_.peer().c_str(), msg.c_str());
-    send_error(h, Status::fail(err::InsufficientDriver, msg));
+    send_now(conn_, h.type, kFlagReply, h.request_id,
+             encode_error_reply(err::InsufficientDriver, msg));
     return false;
   }
   HelloReq hello = decode_message<HelloReq>(body.data(), body.size());
@@ -99,7 +111,7 @@ bool Session::handshake() {
   rep.driver_version = exec_.driver_version();
   rep.backend = exec_.name();
   rep.server_info = config_.server_info;
-  send_frame(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+  send_now(conn_, h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
 
   if (rep.auth_required) {
     if (!conn_.recv_or_eof(raw, sizeof raw)) return false;
@@ -111,92 +123,173 @@ bool Session::handshake() {
     AuthReq auth = decode_message<AuthReq>(abody.data(), abody.size());
     if (!auth_verify(*config_.token, challenge_, auth.mac)) {
       LOG_WARN("refusing %s: authentication failed (wrong token)", conn_.peer().c_str());
-      send_error(a, Status::fail(err::NotPermitted,
-                                 "authentication failed: the server did not accept RGPU_TOKEN"));
+      send_now(conn_, a.type, kFlagReply, a.request_id,
+               encode_error_reply(err::NotPermitted,
+                                  "authentication failed: the server did not accept RGPU_TOKEN"));
       return false;
     }
-    send_frame(a.type, kFlagReply, a.request_id, encode_ok_reply(Empty{}));
+    send_now(conn_, a.type, kFlagReply, a.request_id, encode_ok_reply(Empty{}));
   }
   set_recv_timeout(conn_.fd(), 0);
   return true;
 }
 
-void Session::serve(const FrameHeader& h, const std::vector<uint8_t>& body) {
-  if (h.flags & kFlagReply) throw ProtoError("client sent a reply frame");
-  switch (h.type) {
+// ---- reader ---------------------------------------------------------------------------------------
+
+void Session::read_loop() {
+  try {
+    for (;;) {
+      uint8_t raw[kHeaderSize];
+      if (!conn_.recv_or_eof(raw, sizeof raw)) {
+        LOG_INFO("client %s disconnected", conn_.peer().c_str());
+        return;
+      }
+      Request r;
+      r.header = decode_header(raw);
+      if (r.header.flags & kFlagReply) throw ProtoError("client sent a reply frame");
+      r.body.resize(r.header.body_len);
+      if (r.header.body_len) conn_.recv(r.body.data(), r.body.size());
+      if (r.header.type == static_cast<uint16_t>(MsgId::CallbackDone)) {
+        // Answered here, never behind the dispatcher: a stream may be waiting for it.
+        if (r.header.payload_len) throw ProtoError("CallbackDone with a payload");
+        auto q = decode_message<CallbackDoneReq>(r.body.data(), r.body.size());
+        std::lock_guard<std::mutex> lock(cb_mu_);
+        auto it = callbacks_.find(q.id);
+        if (it != callbacks_.end()) it->second->done = true;
+        cb_cv_.notify_all();
+        continue;
+      }
+      Mode mode;
+      Payload payload;
+      if (!msg_info(r.header.type, &mode, &payload))
+        throw ProtoError("unknown message type " + std::to_string(r.header.type));
+      if (payload != Payload::In && r.header.payload_len)
+        throw ProtoError("payload on a message that takes none");
+      // Payloads go straight into page-locked buffers the backend can copy from.
+      for (uint64_t left = r.header.payload_len; left;) {
+        size_t n = std::min<uint64_t>(left, pool_.buffer_bytes());
+        char* buf = pool_.acquire(false);
+        if (!buf) throw std::runtime_error("cannot allocate page-locked memory for a payload");
+        r.payload.push_back({buf, n});
+        conn_.recv(buf, n);
+        left -= n;
+      }
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      queue_.push_back(std::move(r));
+      queue_cv_.notify_one();
+    }
+  } catch (const ProtoError& e) {
+    LOG_WARN("closing connection from %s: malformed message: %s", conn_.peer().c_str(), e.what());
+  } catch (const transport::TransportError& e) {
+    LOG_INFO("client %s gone: %s", conn_.peer().c_str(), e.what());
+  } catch (const std::exception& e) {
+    LOG_ERROR("closing connection from %s: %s", conn_.peer().c_str(), e.what());
+  }
+  conn_.shutdown();
+}
+
+// ---- dispatcher -----------------------------------------------------------------------------------
+
+void Session::dispatch_loop() {
+  for (;;) {
+    Request r;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return !queue_.empty() || reader_done_; });
+      if (queue_.empty() || reader_done_) {
+        for (auto& q : queue_) release(q.payload);  // the client is gone: drop its requests
+        queue_.clear();
+        if (reader_done_) return;
+        continue;
+      }
+      r = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      serve(r);
+    } catch (const ProtoError& e) {
+      LOG_WARN("closing connection from %s: malformed message: %s", conn_.peer().c_str(), e.what());
+      conn_.shutdown();
+    } catch (const std::exception& e) {
+      LOG_ERROR("closing connection from %s: %s", conn_.peer().c_str(), e.what());
+      conn_.shutdown();
+    }
+    release(r.payload);
+  }
+}
+
+void Session::release(std::vector<Chunk>& chunks) {
+  for (Chunk& c : chunks)
+    if (c.data) pool_.release(c.data);
+  chunks.clear();
+}
+
+void Session::serve(Request& r) {
+  switch (r.header.type) {
 #define RGPU_MSG(NAME, ID, MODE, PAYLOAD) \
   case ID:                                \
-    dispatch<NAME##Msg>(h, body);         \
+    dispatch<NAME##Msg>(r);               \
     return;
 #include "proto/catalogue.def"
 #undef RGPU_MSG
   }
-  throw ProtoError("unknown message type " + std::to_string(h.type));
+  throw ProtoError("unknown message type " + std::to_string(r.header.type));
 }
 
 template <class M>
-void Session::dispatch(const FrameHeader& h, const std::vector<uint8_t>& body) {
-  typename M::Req req = decode_message<typename M::Req>(body.data(), body.size());
+void Session::dispatch(Request& r) {
+  const FrameHeader& h = r.header;
+  typename M::Req req = decode_message<typename M::Req>(r.body.data(), r.body.size());
   uint64_t expect = 0;
   if constexpr (M::payload == Payload::In) expect = req.payload_bytes();
   if (h.payload_len != expect)
     throw ProtoError(std::string(M::name) + ": payload length does not match its fields");
-  current_ = h;
-  payload_left_ = h.payload_len;
+  current_ = &r;
   reply_sent_ = false;
 
   typename M::Rep rep{};
   Status s;
-  if (sticky_ != err::Success && M::id != MsgId::Ping) {
+  if (sticky_ != err::Success && M::id != MsgId::Ping && M::id != MsgId::DeviceReset) {
     s = Status::fail(sticky_, "the device context is unusable after an earlier error");
   } else {
     s = on(M{}, req, rep);
   }
-  if (payload_left_) drain_payload();
   if (!s.ok() && cuda_error_is_sticky(s.code)) sticky_ = s.code;
   if (M::mode == Mode::Sync && launched_) forward_output();
-  if (reply_sent_) return;  // a payload-out handler answered itself
+  if (reply_sent_) return;  // a payload-out handler queued its reply itself
   if (M::mode == Mode::Sync) {
     if (s.ok())
-      send_frame(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+      push_frame(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
     else
-      send_error(h, s);
+      push_error(h, s);
   } else if (!s.ok()) {
-    LOG_INFO("%s (request %llu) failed: %s", M::name, static_cast<unsigned long long>(h.request_id),
-             s.message.c_str());
-    AsyncErrorMsg m{h.request_id, h.type, s.code, s.message};
-    send_frame(static_cast<uint16_t>(MsgId::AsyncError), 0, h.request_id, encode_message(m));
+    push_async_error(h.request_id, h.type, s);
   }
 }
 
-void Session::send_frame(uint16_t type, uint16_t flags, uint64_t id,
+void Session::push_frame(uint16_t type, uint16_t flags, uint64_t id,
                          const std::vector<uint8_t>& body) {
   FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, 0};
-  uint8_t raw[kHeaderSize];
-  encode_header(h, raw);
-  iovec v[2] = {{raw, sizeof raw}, {const_cast<uint8_t*>(body.data()), body.size()}};
-  conn_.send_all(v, 2);
+  OutItem item;
+  item.head.resize(kHeaderSize);
+  encode_header(h, item.head.data());
+  item.head.insert(item.head.end(), body.begin(), body.end());
+  outbox_.push(std::move(item));
 }
 
-void Session::send_error(const FrameHeader& h, const Status& s) {
-  send_frame(h.type, kFlagReply, h.request_id, encode_error_reply(s.code, s.message));
+void Session::push_error(const FrameHeader& h, const Status& s) {
+  push_frame(h.type, kFlagReply, h.request_id, encode_error_reply(s.code, s.message));
 }
 
-void Session::drain_payload() {
-  char buf[64 << 10];
-  while (payload_left_) {
-    size_t n = std::min<uint64_t>(payload_left_, sizeof buf);
-    conn_.recv(buf, n);
-    payload_left_ -= n;
-  }
+void Session::push_async_error(uint64_t request_id, uint16_t type, const Status& s) {
+  const char* name = msg_name(type);
+  LOG_INFO("%s (request %llu) failed: %s", name ? name : "?",
+           static_cast<unsigned long long>(request_id), s.message.c_str());
+  AsyncErrorMsg m{request_id, type, s.code, s.message};
+  push_frame(static_cast<uint16_t>(MsgId::AsyncError), 0, request_id, encode_message(m));
 }
 
-void* Session::staging() {
-  if (!staging_) staging_ = exec_.alloc_staging(config_.staging_bytes);
-  return staging_;
-}
-
-// ---- checks -----------------------------------------------------------------------------------------
+// ---- checks ---------------------------------------------------------------------------------------
 
 Status Session::check_device(uint32_t dev) const {
   if (dev >= allocs_.size()) return Status::fail(err::InvalidDevice, "no such GPU on this server");
@@ -215,7 +308,7 @@ Status Session::check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t
   return Status::success();
 }
 
-// ---- handlers ---------------------------------------------------------------------------------------
+// ---- handlers -------------------------------------------------------------------------------------
 
 Status Session::on(PingMsg, const PingReq&, PingRep&) { return Status::success(); }
 
@@ -223,6 +316,9 @@ Status Session::on(HelloMsg, const HelloReq&, HelloRep&) {
   throw ProtoError("Hello after the handshake");
 }
 Status Session::on(AuthMsg, const AuthReq&, Empty&) { throw ProtoError("Auth after the handshake"); }
+Status Session::on(CallbackDoneMsg, const CallbackDoneReq&, Empty&) {
+  throw ProtoError("CallbackDone reached the dispatcher");
+}
 
 Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
@@ -243,13 +339,14 @@ Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
 Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   int dev = static_cast<int>(q.device);
+  exec_.synchronize(dev);
   for (uint64_t p : allocs_[dev].allocations()) exec_.mem_free(dev, p);
   allocs_[dev].clear();
   unload_modules(dev);
+  for (auto* objects : {&streams_, &events_})
+    for (auto it = objects->begin(); it != objects->end();)
+      it = it->second.device == q.device ? objects->erase(it) : std::next(it);
   sticky_ = err::Success;
-  // The staging buffer belongs to a context the reset may destroy; take a new one when needed.
-  if (staging_) exec_.free_staging(staging_);
-  staging_ = nullptr;
   return exec_.reset(dev);
 }
 
@@ -273,46 +370,32 @@ Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   return exec_.mem_free(static_cast<int>(q.device), q.ptr);
 }
 
-Status Session::on(MemcpyHtoDMsg, const MemcpyHtoDReq& q, Empty&) {
-  if (Status s = check_range(q.device, q.dst, q.size, q.size, 1); !s.ok()) return s;
-  return receive_rows(q.device, q.dst, q.size, q.size, 1);
-}
-
-Status Session::on(Memcpy2DHtoDMsg, const Memcpy2DHtoDReq& q, Empty&) {
-  if (Status s = check_range(q.device, q.dst, q.dpitch, q.width, q.height); !s.ok()) return s;
-  return receive_rows(q.device, q.dst, q.dpitch, q.width, q.height);
-}
-
-Status Session::on(MemcpyDtoHMsg, const MemcpyDtoHReq& q, Empty&) {
-  if (Status s = check_range(q.device, q.src, q.size, q.size, 1); !s.ok()) return s;
-  return send_rows(q.device, q.src, q.size, q.size, 1);
-}
-
-Status Session::on(Memcpy2DDtoHMsg, const Memcpy2DDtoHReq& q, Empty&) {
-  if (Status s = check_range(q.device, q.src, q.spitch, q.width, q.height); !s.ok()) return s;
-  return send_rows(q.device, q.src, q.spitch, q.width, q.height);
-}
-
 Status Session::on(MemcpyDtoDMsg, const MemcpyDtoDReq& q, Empty&) {
   if (Status s = check_range(q.device, q.dst, q.size, q.size, 1); !s.ok()) return s;
   if (Status s = check_range(q.device, q.src, q.size, q.size, 1); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   if (q.size == 0) return Status::success();
   return exec_.copy_on_device(static_cast<int>(q.device), q.dst, q.size, q.src, q.size,
-                              Rect{q.size, 1});
+                              Rect{q.size, 1}, stream);
 }
 
 Status Session::on(Memcpy2DDtoDMsg, const Memcpy2DDtoDReq& q, Empty&) {
   if (Status s = check_range(q.device, q.dst, q.dpitch, q.width, q.height); !s.ok()) return s;
   if (Status s = check_range(q.device, q.src, q.spitch, q.width, q.height); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   if (q.width == 0 || q.height == 0) return Status::success();
   return exec_.copy_on_device(static_cast<int>(q.device), q.dst, q.dpitch, q.src, q.spitch,
-                              Rect{q.width, q.height});
+                              Rect{q.width, q.height}, stream);
 }
 
 Status Session::on(MemsetMsg, const MemsetReq& q, Empty&) {
   if (Status s = check_range(q.device, q.ptr, q.size, q.size, 1); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   if (q.size == 0) return Status::success();
-  return exec_.memset(static_cast<int>(q.device), q.ptr, q.value, q.size);
+  return exec_.memset(static_cast<int>(q.device), q.ptr, q.value, q.size, stream);
 }
 
 }  // namespace rgpu::server

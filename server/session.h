@@ -1,9 +1,17 @@
-// One client's session, run in its own process: the handshake (version, authentication), then
-// requests executed in order until the client leaves.  Everything the client allocated is released
-// when the session ends, however the connection ends.
+// One client's session, run in its own process.  After the handshake three threads share it:
+//   reader      reads requests (payloads straight into page-locked buffers) and answers
+//               CallbackDone at once, so a stream held by a client callback never waits behind
+//               the dispatcher;
+//   dispatcher  executes requests in order; it may wait for the GPU;
+//   writer      (Outbox) sends replies and everything else, in the order they were produced.
+// Everything the client allocated is released when the session ends, however the connection ends.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,7 +20,9 @@
 #include "proto/auth.h"
 #include "proto/frame.h"
 #include "server/allocation_table.h"
+#include "server/buffer_pool.h"
 #include "server/module_cache.h"
+#include "server/outbox.h"
 #include "server/output_capture.h"
 #include "transport/connection.h"
 
@@ -21,7 +31,8 @@ namespace rgpu::server {
 struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
-  size_t staging_bytes = 8u << 20;   // one staging buffer for copies through host memory
+  size_t staging_bytes = 8u << 20;   // size of one page-locked staging buffer
+  size_t staging_limit = 16;         // buffers the dispatcher may hold before it waits
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
 };
@@ -34,13 +45,26 @@ class Session {
   void run();
 
  private:
+  using Status = backend::Status;
+  struct Chunk {
+    char* data;
+    size_t size;
+  };
+  struct Request {
+    proto::FrameHeader header;
+    std::vector<uint8_t> body;
+    std::vector<Chunk> payload;
+  };
+
   bool handshake();
-  void serve(const proto::FrameHeader& h, const std::vector<uint8_t>& body);
+  void read_loop();
+  void dispatch_loop();
+  void serve(Request& r);
   template <class M>
-  void dispatch(const proto::FrameHeader& h, const std::vector<uint8_t>& body);
+  void dispatch(Request& r);
+  void release(std::vector<Chunk>& chunks);
 
   // Handlers, one per catalogue message (tagged by its Msg type).
-  using Status = backend::Status;
   Status on(proto::PingMsg, const proto::PingReq&, proto::PingRep&);
   Status on(proto::GetDeviceInfoMsg, const proto::DeviceReq&, proto::GetDeviceInfoRep&);
   Status on(proto::DeviceSynchronizeMsg, const proto::DeviceReq&, proto::Empty&);
@@ -55,6 +79,11 @@ class Session {
   Status on(proto::Memcpy2DHtoDMsg, const proto::Memcpy2DHtoDReq&, proto::Empty&);
   Status on(proto::Memcpy2DDtoHMsg, const proto::Memcpy2DDtoHReq&, proto::Empty&);
   Status on(proto::Memcpy2DDtoDMsg, const proto::Memcpy2DDtoDReq&, proto::Empty&);
+  Status on(proto::MemcpyHtoDAsyncMsg, const proto::MemcpyHtoDAsyncReq&, proto::Empty&);
+  Status on(proto::MemcpyDtoHAsyncMsg, const proto::MemcpyDtoHAsyncReq&, proto::Empty&);
+  Status on(proto::MemcpyPeerMsg, const proto::MemcpyPeerReq&, proto::Empty&);
+  Status on(proto::DeviceCanAccessPeerMsg, const proto::PeerReq&, proto::DeviceCanAccessPeerRep&);
+  Status on(proto::DeviceEnablePeerMsg, const proto::PeerReq&, proto::Empty&);
   Status on(proto::ModuleLookupMsg, const proto::ModuleLookupReq&, proto::ModuleRep&);
   Status on(proto::ModuleLoadMsg, const proto::ModuleLoadReq&, proto::ModuleRep&);
   Status on(proto::LaunchMsg, const proto::LaunchReq&, proto::Empty&);
@@ -62,6 +91,20 @@ class Session {
   Status on(proto::FuncSetAttributeMsg, const proto::FuncSetAttributeReq&, proto::Empty&);
   Status on(proto::FuncSetCacheConfigMsg, const proto::FuncSetCacheConfigReq&, proto::Empty&);
   Status on(proto::OccupancyMsg, const proto::OccupancyReq&, proto::OccupancyRep&);
+  Status on(proto::StreamCreateMsg, const proto::StreamCreateReq&, proto::Empty&);
+  Status on(proto::StreamDestroyMsg, const proto::ObjectReq&, proto::Empty&);
+  Status on(proto::StreamSynchronizeMsg, const proto::ObjectReq&, proto::Empty&);
+  Status on(proto::StreamQueryMsg, const proto::ObjectReq&, proto::Empty&);
+  Status on(proto::StreamWaitEventMsg, const proto::StreamWaitEventReq&, proto::Empty&);
+  Status on(proto::StreamPriorityRangeMsg, const proto::DeviceReq&, proto::StreamPriorityRangeRep&);
+  Status on(proto::EventCreateMsg, const proto::EventCreateReq&, proto::Empty&);
+  Status on(proto::EventDestroyMsg, const proto::ObjectReq&, proto::Empty&);
+  Status on(proto::EventRecordMsg, const proto::EventRecordReq&, proto::Empty&);
+  Status on(proto::EventQueryMsg, const proto::ObjectReq&, proto::Empty&);
+  Status on(proto::EventSynchronizeMsg, const proto::ObjectReq&, proto::Empty&);
+  Status on(proto::EventElapsedMsg, const proto::EventElapsedReq&, proto::EventElapsedRep&);
+  Status on(proto::HostFuncMsg, const proto::HostFuncReq&, proto::Empty&);
+  Status on(proto::CallbackDoneMsg, const proto::CallbackDoneReq&, proto::Empty&);
   // Handshake messages arriving after the handshake are protocol errors.
   Status on(proto::HelloMsg, const proto::HelloReq&, proto::HelloRep&);
   Status on(proto::AuthMsg, const proto::AuthReq&, proto::Empty&);
@@ -69,31 +112,57 @@ class Session {
   Status check_device(uint32_t dev) const;
   Status check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t width,
                      uint64_t height) const;
-  // Bulk payloads: receive `height` rows of `width` bytes into device memory / send them back.
-  Status receive_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height);
-  Status send_rows(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width, uint64_t height);
-  void drain_payload();
-  // Loads (once per GPU) and resolves a module for the client's kernel and variable names.
+  // The backend handle of a client's stream id on GPU `dev` (0: legacy default stream).
+  Status stream_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
+  Status event_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
+
+  // Bulk (server/bulk.cc).  Rows are packed `width` bytes each in the payload / reply.
+  Status write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height,
+                    uint64_t stream, bool async);
+  Status read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
+                         uint64_t height);
+  Status read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
+                         uint64_t height, uint64_t stream);
+
+  // Modules (server/modules.cc).
   Status resolve_module(uint32_t dev, const proto::Hash& hash, const Image& image,
                         const std::vector<std::string>& functions,
                         const std::vector<proto::VarName>& variables, proto::ModuleRep& rep);
   Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
   void unload_modules(int dev);
   void forward_output();
-  void* staging();
 
-  void send_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body);
-  void send_error(const proto::FrameHeader& h, const Status& s);
+  // Host callbacks (server/streams.cc).
+  static void run_callback(void* arg);
+  void cancel_callbacks();
+
+  void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body);
+  void push_error(const proto::FrameHeader& h, const Status& s);
+  void push_async_error(uint64_t request_id, uint16_t type, const Status& s);
 
   transport::Connection& conn_;
   backend::Executor& exec_;
   SessionConfig config_;
+  Outbox outbox_;
+  BufferPool pool_;
   std::vector<AllocationTable> allocs_;
   proto::Nonce challenge_{};
-  proto::FrameHeader current_{};  // the request being served
-  uint64_t payload_left_ = 0;  // bytes of the current request's payload not yet consumed
-  bool reply_sent_ = false;    // the current handler already sent its reply (payload out)
+
+  // Requests from the reader to the dispatcher.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Request> queue_;
+  bool reader_done_ = false;
+
+  // Dispatcher state.
+  Request* current_ = nullptr;  // the request being served
+  bool reply_sent_ = false;     // the current handler already queued its reply
   CudaError sticky_ = err::Success;
+  struct Object {
+    uint32_t device;
+    uint64_t handle;
+  };
+  std::map<uint64_t, Object> streams_, events_;  // by client id
   struct Module {
     uint64_t handle = 0;
     fatbin::ModuleInfo info;
@@ -104,7 +173,17 @@ class Session {
   std::vector<std::map<proto::Hash, uint32_t>> module_ids_;  // per GPU
   std::map<proto::Hash, Image> images_;                      // this session's fat binaries
   bool launched_ = false;  // a kernel ran: forward its output at sync points
-  void* staging_ = nullptr;
+
+  // Host callbacks waiting for the client (set by the reader, waited on by backend threads).
+  struct Callback {
+    Session* session;
+    uint64_t id;
+    bool done = false;
+  };
+  std::mutex cb_mu_;
+  std::condition_variable cb_cv_;
+  std::map<uint64_t, std::unique_ptr<Callback>> callbacks_;
+  bool cancelled_ = false;
 };
 
 }  // namespace rgpu::server

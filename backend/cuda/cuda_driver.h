@@ -48,7 +48,29 @@ struct CudaDriver {
   X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,    \
                                  unsigned, unsigned, unsigned, CUstream, void**, void**)) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                              \
-    CUresult (*)(int*, CUfunction, int, size_t, unsigned))
+    CUresult (*)(int*, CUfunction, int, size_t, unsigned))                             \
+  X(cuStreamCreateWithPriority, CUresult (*)(CUstream*, unsigned, int))                \
+  X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                        \
+  X(cuStreamSynchronize, CUresult (*)(CUstream))                                       \
+  X(cuStreamQuery, CUresult (*)(CUstream))                                             \
+  X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                      \
+  X(cuCtxGetStreamPriorityRange, CUresult (*)(int*, int*))                             \
+  X(cuEventCreate, CUresult (*)(CUevent*, unsigned))                                   \
+  X(cuEventDestroy_v2, CUresult (*)(CUevent))                                          \
+  X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                    \
+  X(cuEventQuery, CUresult (*)(CUevent))                                               \
+  X(cuEventSynchronize, CUresult (*)(CUevent))                                         \
+  X(cuEventElapsedTime_v2, CUresult (*)(float*, CUevent, CUevent))                     \
+  X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                         \
+  X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))    \
+  X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))          \
+  X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))    \
+  X(cuMemcpy2DAsync_v2, CUresult (*)(const CUDA_MEMCPY2D*, CUstream))                  \
+  X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))       \
+  X(cuMemcpyPeerAsync,                                                                 \
+    CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))    \
+  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                     \
+  X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

@@ -1,6 +1,8 @@
 #include "backend/cuda/cuda_executor.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
@@ -95,9 +97,9 @@ class CudaExecutor final : public Executor {
     return check(drv_.cuMemcpy2D_v2(&c));
   }
   Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
-                        Rect r) override {
+                        Rect r, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;
-    if (r.height == 1) return check(drv_.cuMemcpyDtoD_v2(dst, src, r.width));
+    if (r.height == 1) return check(drv_.cuMemcpyDtoDAsync_v2(dst, src, r.width, cu(stream)));
     CUDA_MEMCPY2D c{};
     c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
     c.srcDevice = src;
@@ -107,17 +109,123 @@ class CudaExecutor final : public Executor {
     c.dstPitch = dpitch;
     c.WidthInBytes = r.width;
     c.Height = r.height;
-    return check(drv_.cuMemcpy2D_v2(&c));
+    return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
   }
-  Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size) override {
+  Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;
-    return check(drv_.cuMemsetD8_v2(ptr, value, size));
+    return check(drv_.cuMemsetD8Async(ptr, value, size, cu(stream)));
   }
+  Status copy_to_device_async(int dev, uint64_t dst, uint64_t dpitch, const void* src,
+                              uint64_t spitch, Rect r, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    if (r.height == 1) return check(drv_.cuMemcpyHtoDAsync_v2(dst, src, r.width, cu(stream)));
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = src;
+    c.srcPitch = spitch;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dst;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = r.width;
+    c.Height = r.height;
+    return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
+  }
+  Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+                            Rect r, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    if (r.height == 1) return check(drv_.cuMemcpyDtoHAsync_v2(dst, src, r.width, cu(stream)));
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.srcPitch = spitch;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = dst;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = r.width;
+    c.Height = r.height;
+    return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
+  }
+  Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
+                   uint64_t stream) override {
+    if (Status s = use(src_dev); !s.ok()) return s;
+    if (Status s = use(dst_dev); !s.ok()) return s;
+    return check(drv_.cuMemcpyPeerAsync(dst, ctx_[dst_dev], src, ctx_[src_dev], size, cu(stream)));
+  }
+  Status can_access_peer(int dev, int peer, int& can) override {
+    return check(drv_.cuDeviceCanAccessPeer(&can, dev_[dev], dev_[peer]));
+  }
+  Status enable_peer_access(int dev, int peer) override {
+    if (Status s = use(peer); !s.ok()) return s;
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuCtxEnablePeerAccess(ctx_[peer], 0));
+  }
+
+  Status stream_create(int dev, unsigned flags, int priority, uint64_t& stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUstream st = nullptr;
+    Status s = check(drv_.cuStreamCreateWithPriority(&st, flags, priority));
+    stream = reinterpret_cast<uint64_t>(st);
+    return s;
+  }
+  Status stream_destroy(int dev, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuStreamDestroy_v2(cu(stream)));
+  }
+  Status stream_synchronize(int dev, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuStreamSynchronize(cu(stream)));
+  }
+  Status stream_query(int dev, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuStreamQuery(cu(stream)));
+  }
+  Status stream_wait_event(int dev, uint64_t stream, uint64_t event) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuStreamWaitEvent(cu(stream), reinterpret_cast<CUevent>(event), 0));
+  }
+  Status stream_priority_range(int dev, int& least, int& greatest) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuCtxGetStreamPriorityRange(&least, &greatest));
+  }
+  Status event_create(int dev, unsigned flags, uint64_t& event) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUevent e = nullptr;
+    Status s = check(drv_.cuEventCreate(&e, flags));
+    event = reinterpret_cast<uint64_t>(e);
+    return s;
+  }
+  Status event_destroy(int dev, uint64_t event) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuEventDestroy_v2(reinterpret_cast<CUevent>(event)));
+  }
+  Status event_record(int dev, uint64_t event, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuEventRecord(reinterpret_cast<CUevent>(event), cu(stream)));
+  }
+  Status event_query(int dev, uint64_t event) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuEventQuery(reinterpret_cast<CUevent>(event)));
+  }
+  Status event_synchronize(int dev, uint64_t event) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuEventSynchronize(reinterpret_cast<CUevent>(event)));
+  }
+  Status event_elapsed(int dev, uint64_t start, uint64_t end, float& ms) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuEventElapsedTime_v2(&ms, reinterpret_cast<CUevent>(start),
+                                            reinterpret_cast<CUevent>(end)));
+  }
+  Status host_func(int dev, uint64_t stream, void (*fn)(void*), void* arg) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuLaunchHostFunc(cu(stream), fn, arg));
+  }
+
   Status synchronize(int dev) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuCtxSynchronize());
   }
   Status reset(int dev) override {
+    std::lock_guard<std::mutex> lock(ctx_mu_);
     if (!ctx_[dev]) return Status::success();
     drv_.cuDevicePrimaryCtxRelease_v2(dev_[dev]);
     ctx_[dev] = nullptr;
@@ -166,12 +274,17 @@ class CudaExecutor final : public Executor {
     size = bytes;
     return s;
   }
-  Status launch(int dev, uint64_t kernel, const LaunchDims& d, void** params) override {
+  Status launch(int dev, uint64_t kernel, const LaunchDims& d, const uint8_t* args, size_t,
+                const fatbin::KernelLayout& layout, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;
+    // cuLaunchKernel copies the parameters before it returns.
+    std::vector<void*> params(layout.params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i] = const_cast<uint8_t*>(args) + layout.params[i].offset;
     // A CUkernel may stand for a CUfunction of the current context (cuda.h says so).
     return check(drv_.cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), d.grid[0], d.grid[1],
                                      d.grid[2], d.block[0], d.block[1], d.block[2], d.shared_mem,
-                                     nullptr, params, nullptr));
+                                     cu(stream), params.data(), nullptr));
   }
   Status func_attributes(int dev, uint64_t kernel, std::vector<int32_t>& values) override {
     if (Status s = use(dev); !s.ok()) return s;
@@ -219,14 +332,25 @@ class CudaExecutor final : public Executor {
   }
 
  private:
+  // Makes the GPU's primary context current on the calling thread (sessions call from several).
   Status use(int dev) {
-    if (!ctx_[dev]) {
-      CUcontext c = nullptr;
-      if (Status s = check(drv_.cuDevicePrimaryCtxRetain(&c, dev_[dev])); !s.ok()) return s;
-      ctx_[dev] = c;
+    CUcontext c;
+    {
+      std::lock_guard<std::mutex> lock(ctx_mu_);
+      if (!ctx_[dev]) {
+        CUcontext n = nullptr;
+        if (Status s = check(drv_.cuDevicePrimaryCtxRetain(&n, dev_[dev])); !s.ok()) return s;
+        ctx_[dev] = n;
+      }
+      c = ctx_[dev];
     }
-    return check(drv_.cuCtxSetCurrent(ctx_[dev]));
+    return check(drv_.cuCtxSetCurrent(c));
   }
+  // Stream 0 is the legacy default stream, with its implicit synchronization.
+  static CUstream cu(uint64_t stream) {
+    return stream ? reinterpret_cast<CUstream>(stream) : CU_STREAM_LEGACY;
+  }
+
   Status check(CUresult r) const {
     if (r == CUDA_SUCCESS) return Status::success();
     // CUresult and cudaError_t share their numbers for every code these calls return.
@@ -234,6 +358,7 @@ class CudaExecutor final : public Executor {
   }
 
   CudaDriver drv_;
+  std::mutex ctx_mu_;
   int version_ = 0;
   std::vector<CUcontext> ctx_;
   std::vector<CUdevice> dev_;

@@ -1,5 +1,7 @@
 #include "backend/host/host_executor.h"
 
+#include "backend/host/host_streams.h"
+
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -8,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <functional>
 #include <map>
 
 namespace rgpu::backend {
@@ -42,12 +46,12 @@ class HostExecutor final : public Executor {
       : ledgers_(std::move(ledgers)), plugin_(kernels) {
     for (HostLedger* l : ledgers_) slots_.push_back(l->claim(getpid()));
     allocs_.resize(ledgers_.size());
+    for (size_t i = 0; i < ledgers_.size(); ++i) streams_.push_back(std::make_unique<HostStreams>());
   }
   ~HostExecutor() override {
+    streams_.clear();  // finishes queued work first
     for (size_t d = 0; d < allocs_.size(); ++d)
       for (auto& [p, size] : allocs_[d]) release(static_cast<int>(d), p, size);
-    for (auto& m : modules_)
-      if (m.base) munmap(reinterpret_cast<void*>(m.base), m.bytes);
   }
 
   const char* name() const override { return "host"; }
@@ -63,17 +67,13 @@ class HostExecutor final : public Executor {
     return Status::success();
   }
 
+  // ---- memory ----
   Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) override {
     uint64_t bytes = page_round(size);
     if (slots_[dev] < 0 || !ledgers_[dev]->reserve(slots_[dev], bytes))
       return Status::fail(err::MemoryAllocation, "host backend capacity exhausted");
-    // Device addresses come from their own window (as a GPU's do), far from where the kernel puts
-    // ordinary mappings, so they do not collide with a co-located client's own memory.
-    void* hint = reinterpret_cast<void*>(next_hint_);
-    void* p = mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    next_hint_ += bytes + (2ull << 20);
-    if (p == MAP_FAILED) {
+    void* p = map_window(bytes);
+    if (!p) {
       ledgers_[dev]->release(slots_[dev], bytes);
       return Status::fail(err::MemoryAllocation, "host backend mmap failed");
     }
@@ -81,98 +81,205 @@ class HostExecutor final : public Executor {
     allocs_[dev][ptr] = bytes;
     return Status::success();
   }
-
   Status mem_free(int dev, uint64_t ptr) override {
     auto it = allocs_[dev].find(ptr);
     if (it == allocs_[dev].end()) return Status::fail(err::InvalidValue, "not an allocation");
+    streams_[dev]->synchronize();  // like cudaFree: no queued work may still use it
     release(dev, it->first, it->second);
     allocs_[dev].erase(it);
     return Status::success();
   }
-
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
     total = ledgers_[dev]->capacity();
     free = total - ledgers_[dev]->used();
     return Status::success();
   }
 
-  Status copy_to_device(int, uint64_t dst, uint64_t dpitch, const void* src, uint64_t spitch,
+  // ---- copies (host memory stands in for device memory) ----
+  Status copy_to_device(int dev, uint64_t dst, uint64_t dpitch, const void* src, uint64_t spitch,
                         Rect r) override {
-    copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r);
+    streams_[dev]->submit(0, [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); })->wait();
     return Status::success();
   }
-  Status copy_to_host(int, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+  Status copy_to_host(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                       Rect r) override {
-    copy2d(dst, dpitch, reinterpret_cast<const void*>(src), spitch, r);
+    streams_[dev]->submit(0, [=] { copy2d(dst, dpitch, reinterpret_cast<const void*>(src), spitch, r); })->wait();
     return Status::success();
   }
-  Status copy_on_device(int, uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
-                        Rect r) override {
-    copy2d(reinterpret_cast<void*>(dst), dpitch, reinterpret_cast<const void*>(src), spitch, r);
+  Status copy_to_device_async(int dev, uint64_t dst, uint64_t dpitch, const void* src,
+                              uint64_t spitch, Rect r, uint64_t stream) override {
+    return submit(dev, stream, [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); });
+  }
+  Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+                            Rect r, uint64_t stream) override {
+    return submit(dev, stream,
+                  [=] { copy2d(dst, dpitch, reinterpret_cast<const void*>(src), spitch, r); });
+  }
+  Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
+                        Rect r, uint64_t stream) override {
+    return submit(dev, stream, [=] {
+      copy2d(reinterpret_cast<void*>(dst), dpitch, reinterpret_cast<const void*>(src), spitch, r);
+    });
+  }
+  Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size, uint64_t stream) override {
+    return submit(dev, stream, [=] { ::memset(reinterpret_cast<void*>(ptr), value, size); });
+  }
+  Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
+                   uint64_t stream) override {
+    // After the source GPU's earlier work, in order on the destination's stream.
+    FencePtr src_done = streams_[src_dev]->tail(0);
+    if (!streams_[dst_dev]->exists(stream)) return no_stream();
+    streams_[dst_dev]->submit(
+        stream, [=] { memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), size); },
+        {src_done});
     return Status::success();
   }
-  Status memset(int, uint64_t ptr, uint8_t value, uint64_t size) override {
-    ::memset(reinterpret_cast<void*>(ptr), value, size);
+  Status can_access_peer(int, int, int& can) override {
+    can = 1;
     return Status::success();
   }
-  Status synchronize(int) override { return Status::success(); }
-  Status reset(int) override { return Status::success(); }
-  void* host_view(int, uint64_t ptr) override { return reinterpret_cast<void*>(ptr); }
+  Status enable_peer_access(int, int) override { return Status::success(); }
+  Status synchronize(int dev) override {
+    streams_[dev]->synchronize();
+    return Status::success();
+  }
+  Status reset(int dev) override {
+    streams_[dev] = std::make_unique<HostStreams>();
+    events_.clear();
+    return Status::success();
+  }
 
+  // ---- streams and events ----
+  Status stream_create(int dev, unsigned flags, int, uint64_t& stream) override {
+    stream = streams_[dev]->create(!(flags & 1));  // cudaStreamNonBlocking = 1
+    return Status::success();
+  }
+  Status stream_destroy(int dev, uint64_t stream) override {
+    return streams_[dev]->destroy(stream) ? Status::success() : no_stream();
+  }
+  Status stream_synchronize(int dev, uint64_t stream) override {
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    streams_[dev]->tail(stream)->wait();
+    return Status::success();
+  }
+  Status stream_query(int dev, uint64_t stream) override {
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    return streams_[dev]->tail(stream)->ready() ? Status::success()
+                                                : Status::fail(err::NotReady, "stream busy");
+  }
+  Status stream_wait_event(int dev, uint64_t stream, uint64_t event) override {
+    auto it = events_.find(event);
+    if (it == events_.end()) return no_event();
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    if (it->second->fence) streams_[dev]->submit(stream, nullptr, {it->second->fence});
+    return Status::success();
+  }
+  Status stream_priority_range(int, int& least, int& greatest) override {
+    least = 0;
+    greatest = -5;
+    return Status::success();
+  }
+  Status event_create(int, unsigned flags, uint64_t& event) override {
+    auto e = std::make_shared<Event>();
+    e->timing = !(flags & 2);  // cudaEventDisableTiming = 2
+    event = next_event_++;
+    events_[event] = e;
+    return Status::success();
+  }
+  Status event_destroy(int, uint64_t event) override {
+    return events_.erase(event) ? Status::success() : no_event();
+  }
+  Status event_record(int dev, uint64_t event, uint64_t stream) override {
+    auto it = events_.find(event);
+    if (it == events_.end()) return no_event();
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    it->second->fence = streams_[dev]->submit(stream, nullptr);
+    return Status::success();
+  }
+  Status event_query(int, uint64_t event) override {
+    auto it = events_.find(event);
+    if (it == events_.end()) return no_event();
+    if (it->second->fence && !it->second->fence->ready())
+      return Status::fail(err::NotReady, "event not reached yet");
+    return Status::success();
+  }
+  Status event_synchronize(int, uint64_t event) override {
+    auto it = events_.find(event);
+    if (it == events_.end()) return no_event();
+    if (it->second->fence) it->second->fence->wait();
+    return Status::success();
+  }
+  Status event_elapsed(int, uint64_t start, uint64_t end, float& ms) override {
+    auto a = events_.find(start), b = events_.find(end);
+    if (a == events_.end() || b == events_.end()) return no_event();
+    if (!a->second->timing || !b->second->timing || !a->second->fence || !b->second->fence)
+      return no_event();
+    if (!a->second->fence->ready() || !b->second->fence->ready())
+      return Status::fail(err::NotReady, "event not reached yet");
+    ms = std::chrono::duration<float, std::milli>(b->second->fence->when() -
+                                                  a->second->fence->when())
+             .count();
+    return Status::success();
+  }
+  Status host_func(int dev, uint64_t stream, void (*fn)(void*), void* arg) override {
+    return submit(dev, stream, [=] { fn(arg); });
+  }
+
+  // ---- modules and kernels ----
   Status module_load(int, const uint8_t*, size_t, const fatbin::ModuleInfo& info,
                      uint64_t& module) override {
     // Globals live together in one mapping in the device window, with their initial values.
-    Module m;
+    auto m = std::make_shared<Module>();
     uint64_t total = 0;
     for (auto& [name, var] : info.globals) total += (var.size + 255) / 256 * 256;
     if (total) {
-      m.bytes = page_round(total);
-      void* p = mmap(reinterpret_cast<void*>(next_hint_), m.bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) return Status::fail(err::MemoryAllocation, "cannot map module globals");
-      next_hint_ += m.bytes + (2ull << 20);
-      m.base = reinterpret_cast<uint64_t>(p);
+      m->bytes = page_round(total);
+      void* p = map_window(m->bytes);
+      if (!p) return Status::fail(err::MemoryAllocation, "cannot map module globals");
+      m->base = reinterpret_cast<uint64_t>(p);
       uint64_t off = 0;
       for (auto& [name, var] : info.globals) {
         if (!var.init.empty()) memcpy(static_cast<char*>(p) + off, var.init.data(), var.init.size());
-        m.globals[name] = {m.base + off, var.size};
+        m->globals[name] = {m->base + off, var.size};
         off += (var.size + 255) / 256 * 256;
       }
     }
+    modules_.push_back(m);
     module = modules_.size();
-    modules_.push_back(std::move(m));
     return Status::success();
   }
   Status module_unload(int, uint64_t module) override {
-    if (module >= modules_.size()) return Status::fail(err::InvalidValue, "no such module");
-    Module& m = modules_[module];
-    if (m.base) munmap(reinterpret_cast<void*>(m.base), m.bytes);
-    m = Module{};
+    if (module == 0 || module > modules_.size()) return Status::fail(err::InvalidValue, "no such module");
+    modules_[module - 1].reset();  // kernels queued on streams keep their module alive
     return Status::success();
   }
   Status kernel_get(int, uint64_t module, const std::string& name, uint64_t& kernel,
                     std::optional<fatbin::KernelLayout>& driver_layout) override {
     driver_layout.reset();  // the host double has no driver to ask
+    if (module == 0 || module > modules_.size() || !modules_[module - 1])
+      return Status::fail(err::InvalidValue, "no such module");
     rgpu_host_kernel_fn fn = nullptr;
     if (plugin_) {
       auto it = plugin_->find(name);
       if (it != plugin_->end()) fn = it->second;
     }
-    kernels_.push_back({name, fn, module});
+    kernels_.push_back({name, fn, modules_[module - 1]});
     kernel = kernels_.size();  // handles start at 1: 0 means "no kernel"
     return Status::success();
   }
   Status global_get(int, uint64_t module, const std::string& name, uint64_t& addr,
                     uint64_t& size) override {
-    if (module >= modules_.size()) return Status::fail(err::InvalidValue, "no such module");
-    auto it = modules_[module].globals.find(name);
-    if (it == modules_[module].globals.end())
-      return Status::fail(500, "no global variable " + name + " in the module");
+    if (module == 0 || module > modules_.size() || !modules_[module - 1])
+      return Status::fail(err::InvalidValue, "no such module");
+    auto& g = modules_[module - 1]->globals;
+    auto it = g.find(name);
+    if (it == g.end()) return Status::fail(500, "no global variable " + name + " in the module");
     addr = it->second.first;
     size = it->second.second;
     return Status::success();
   }
-  Status launch(int, uint64_t kernel, const LaunchDims& dims, void** params) override {
+  Status launch(int dev, uint64_t kernel, const LaunchDims& dims, const uint8_t* args, size_t size,
+                const fatbin::KernelLayout& layout, uint64_t stream) override {
     if (kernel == 0 || kernel > kernels_.size())
       return Status::fail(err::InvalidValue, "no such kernel");
     const Kernel& k = kernels_[kernel - 1];
@@ -180,15 +287,22 @@ class HostExecutor final : public Executor {
       return Status::fail(err::NotSupported,
                           "the host backend has no host implementation of kernel " + k.name +
                               " (it runs kernels from its test plugin, rgpud --host-kernels)");
-    rgpu_host_launch l{};
-    for (int i = 0; i < 3; ++i) l.grid[i] = dims.grid[i], l.block[i] = dims.block[i];
-    l.shared_mem = dims.shared_mem;
-    SymbolCtx ctx{this, k.module};
-    l.symbol = &HostExecutor::symbol;
-    l.ctx = &ctx;
-    k.fn(&l, params);
-    fflush(stdout);
-    return Status::success();
+    auto buf = std::make_shared<std::vector<uint8_t>>(args, args + size);
+    std::vector<uint32_t> offsets;
+    for (auto& p : layout.params) offsets.push_back(p.offset);
+    rgpu_host_kernel_fn fn = k.fn;
+    std::shared_ptr<Module> module = k.module;
+    return submit(dev, stream, [=] {
+      std::vector<void*> params(offsets.size());
+      for (size_t i = 0; i < offsets.size(); ++i) params[i] = buf->data() + offsets[i];
+      rgpu_host_launch l{};
+      for (int i = 0; i < 3; ++i) l.grid[i] = dims.grid[i], l.block[i] = dims.block[i];
+      l.shared_mem = dims.shared_mem;
+      l.symbol = &HostExecutor::symbol;
+      l.ctx = module.get();
+      fn(&l, params.data());
+      fflush(stdout);
+    });
   }
   Status func_attributes(int, uint64_t, std::vector<int32_t>& values) override {
     values.assign(std::begin(kFuncAttrs), std::end(kFuncAttrs));
@@ -206,34 +320,50 @@ class HostExecutor final : public Executor {
   void free_staging(void* p) override { ::free(p); }
 
  private:
+  struct Module {
+    uint64_t base = 0, bytes = 0;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> globals;  // name -> (address, size)
+    ~Module() {
+      if (base) munmap(reinterpret_cast<void*>(base), bytes);
+    }
+  };
+  struct Kernel {
+    std::string name;
+    rgpu_host_kernel_fn fn;
+    std::shared_ptr<Module> module;
+  };
+  struct Event {
+    FencePtr fence;  // the latest record; null: never recorded (complete)
+    bool timing = true;
+  };
+  static void* symbol(void* ctx, const char* name) {
+    auto& g = static_cast<Module*>(ctx)->globals;
+    auto it = g.find(name);
+    return it == g.end() ? nullptr : reinterpret_cast<void*>(it->second.first);
+  }
+  static Status no_stream() { return Status::fail(400, "no such stream"); }
+  static Status no_event() { return Status::fail(400, "no such event"); }
+  Status submit(int dev, uint64_t stream, std::function<void()> fn) {
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    streams_[dev]->submit(stream, std::move(fn));
+    return Status::success();
+  }
   static void copy2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch, Rect r) {
     for (uint64_t row = 0; row < r.height; ++row)
       memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch,
               r.width);
   }
+  // Device addresses come from their own window (as a GPU's do), far from where the kernel puts
+  // ordinary mappings, so they do not collide with a co-located client's own memory.
+  void* map_window(uint64_t bytes) {
+    void* p = mmap(reinterpret_cast<void*>(next_hint_), bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    next_hint_ += bytes + (2ull << 20);
+    return p == MAP_FAILED ? nullptr : p;
+  }
   void release(int dev, uint64_t p, uint64_t bytes) {
     munmap(reinterpret_cast<void*>(p), bytes);
     ledgers_[dev]->release(slots_[dev], bytes);
-  }
-
-  struct Module {
-    uint64_t base = 0, bytes = 0;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> globals;  // name -> (address, size)
-  };
-  struct Kernel {
-    std::string name;
-    rgpu_host_kernel_fn fn;
-    uint64_t module;
-  };
-  struct SymbolCtx {
-    HostExecutor* self;
-    uint64_t module;
-  };
-  static void* symbol(void* ctx, const char* name) {
-    auto* c = static_cast<SymbolCtx*>(ctx);
-    auto& g = c->self->modules_[c->module].globals;
-    auto it = g.find(name);
-    return it == g.end() ? nullptr : reinterpret_cast<void*>(it->second.first);
   }
 
   static constexpr uint64_t kWindow = 0x200000000000ull;  // 32 TiB
@@ -242,8 +372,11 @@ class HostExecutor final : public Executor {
   std::vector<int> slots_;
   std::vector<std::map<uint64_t, uint64_t>> allocs_;
   const HostKernels* plugin_;
-  std::vector<Module> modules_;
+  std::vector<std::shared_ptr<Module>> modules_;
   std::vector<Kernel> kernels_;
+  std::vector<std::unique_ptr<HostStreams>> streams_;
+  std::map<uint64_t, std::shared_ptr<Event>> events_;
+  uint64_t next_event_ = 1;
 };
 
 }  // namespace

@@ -21,4 +21,15 @@ int unsupported(const char* name);
 
 inline client::Client& core() { return client::Client::get(); }
 
+// Resolves a cudaStream_t; `per_thread` for the _ptsz/_ptds entry points (0 means the calling
+// thread's default stream there).
+inline CudaError stream_arg(cudaStream_t s, bool per_thread, client::Stream* out) {
+  return core().resolve_stream(reinterpret_cast<uint64_t>(s), per_thread, out);
+}
+
+// Queries answer cudaErrorNotReady without it becoming the last error.
+inline cudaError_t ret_query(CudaError e) {
+  return e == err::NotReady ? cudaErrorNotReady : ret(e);
+}
+
 }  // namespace rgpu::cudart

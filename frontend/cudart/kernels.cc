@@ -36,13 +36,17 @@ client::Function* function_of(const void* host_fun) { return core().registry().f
 client::Variable* variable_of(const void* host_var) { return core().registry().variable(host_var); }
 
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, bool per_thread) {
   client::Function* f = function_of(func);
   if (!f) return ret(kInvalidResourceHandle);
-  return ret(core().launch(f, d3(grid), d3(block), args, shmem, stream_id(stream)));
+  client::Stream s;
+  if (CudaError e = core().resolve_stream(stream_id(stream), per_thread, &s); e != err::Success)
+    return ret(e);
+  return ret(core().launch(f, d3(grid), d3(block), args, shmem, s));
 }
 
-cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args) {
+cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args,
+                      bool per_thread) {
   if (!config) return ret(err::InvalidValue);
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const cudaLaunchAttribute& a = config->attrs[i];
@@ -61,7 +65,7 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
     }
   }
   return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                config->stream);
+                config->stream, per_thread);
 }
 
 cudaError_t symbol_range(const void* symbol, size_t count, size_t offset, uint64_t* addr) {
@@ -74,24 +78,41 @@ cudaError_t symbol_range(const void* symbol, size_t count, size_t offset, uint64
   return cudaSuccess;
 }
 
+// A copy to or from a symbol; `stream` set: asynchronous on it.
+cudaError_t symbol_copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                        cudaStream_t stream, bool async, bool per_thread) {
+  auto k = static_cast<client::CopyKind>(kind);
+  if (!async) {
+    if (!per_thread) return ret(core().memcpy(dst, src, count, k));
+    stream = nullptr;
+  }
+  client::Stream s;
+  if (CudaError e = core().resolve_stream(stream_id(stream), per_thread, &s); e != err::Success)
+    return ret(e);
+  CudaError e = core().memcpy2d_async(dst, count, src, count, count, 1, k, s);
+  if (e == err::Success && !async) e = core().stream_synchronize(s);
+  return ret(e);
+}
+
 cudaError_t to_symbol(const void* symbol, const void* src, size_t count, size_t offset,
-                      cudaMemcpyKind kind) {
+                      cudaMemcpyKind kind, cudaStream_t stream = nullptr, bool async = false,
+                      bool per_thread = false) {
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
     return ret(err::InvalidMemcpyDirection);
   uint64_t addr = 0;
   if (cudaError_t e = symbol_range(symbol, count, offset, &addr); e != cudaSuccess) return e;
-  return ret(core().memcpy(reinterpret_cast<void*>(addr), src, count,
-                           static_cast<client::CopyKind>(kind)));
+  return symbol_copy(reinterpret_cast<void*>(addr), src, count, kind, stream, async, per_thread);
 }
 
 cudaError_t from_symbol(void* dst, const void* symbol, size_t count, size_t offset,
-                        cudaMemcpyKind kind) {
+                        cudaMemcpyKind kind, cudaStream_t stream = nullptr, bool async = false,
+                        bool per_thread = false) {
   if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
     return ret(err::InvalidMemcpyDirection);
   uint64_t addr = 0;
   if (cudaError_t e = symbol_range(symbol, count, offset, &addr); e != cudaSuccess) return e;
-  return ret(core().memcpy(dst, reinterpret_cast<const void*>(addr), count,
-                           static_cast<client::CopyKind>(kind)));
+  return symbol_copy(dst, reinterpret_cast<const void*>(addr), count, kind, stream, async,
+                     per_thread);
 }
 
 }  // namespace
@@ -171,23 +192,23 @@ RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFu
 
 RGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                            size_t sharedMem, cudaStream_t stream) {
-  return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream);
+  return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream, false);
 }
 
 RGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
                                                 void** args, size_t sharedMem, cudaStream_t stream) {
-  return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream);
+  return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream, true);
 }
 
 extern "C" {
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
-  return launch(func, gridDim, blockDim, args, sharedMem, stream);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
-  return launch_ex(config, func, args);
+  return launch_ex(config, func, args, false);
 }
 
 // ---- function attributes --------------------------------------------------------------------------
@@ -269,17 +290,14 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
   return from_symbol(dst, symbol, count, offset, kind);
 }
 
-// Until streams exist, the async forms run in order on the connection (stream 0 only).
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
                                     size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
-  if (stream_id(stream) > 2) return ret(400);
-  return to_symbol(symbol, src, count, offset, kind);
+  return to_symbol(symbol, src, count, offset, kind, stream, true);
 }
 
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
                                       cudaMemcpyKind kind, cudaStream_t stream) {
-  if (stream_id(stream) > 2) return ret(400);
-  return from_symbol(dst, symbol, count, offset, kind);
+  return from_symbol(dst, symbol, count, offset, kind, stream, true);
 }
 
 }  // extern "C"
@@ -287,27 +305,27 @@ cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t coun
 // Per-thread-default-stream variants.
 RGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                               void** args, size_t sharedMem, cudaStream_t stream) {
-  return launch(func, gridDim, blockDim, args, sharedMem, stream);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, true);
 }
 RGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                                  void** args) {
-  return launch_ex(config, func, args);
+  return launch_ex(config, func, args, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
                                                 size_t offset, cudaMemcpyKind kind) {
-  return to_symbol(symbol, src, count, offset, kind);
+  return to_symbol(symbol, src, count, offset, kind, nullptr, false, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count,
                                                   size_t offset, cudaMemcpyKind kind) {
-  return from_symbol(dst, symbol, count, offset, kind);
+  return from_symbol(dst, symbol, count, offset, kind, nullptr, false, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src,
                                                      size_t count, size_t offset,
                                                      cudaMemcpyKind kind, cudaStream_t stream) {
-  return cudaMemcpyToSymbolAsync(symbol, src, count, offset, kind, stream);
+  return to_symbol(symbol, src, count, offset, kind, stream, true, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
                                                        size_t offset, cudaMemcpyKind kind,
                                                        cudaStream_t stream) {
-  return cudaMemcpyFromSymbolAsync(dst, symbol, count, offset, kind, stream);
+  return from_symbol(dst, symbol, count, offset, kind, stream, true, true);
 }

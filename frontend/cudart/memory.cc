@@ -1,4 +1,6 @@
 // Memory management and copies.
+#include <functional>
+
 #include "frontend/cudart/api.h"
 
 using namespace rgpu;
@@ -85,16 +87,36 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 
 }  // extern "C"
 
-// Per-thread-default-stream variants (--default-stream per-thread).  Until streams exist (they come
-// with the asynchrony work), synchronous copies behave the same on every stream.
+// Per-thread-default-stream variants (--default-stream per-thread): the synchronous calls work on
+// the calling thread's default stream, and wait for it.
+namespace {
+cudaError_t on_thread_stream(const std::function<CudaError(const client::Stream&)>& op,
+                             bool wait) {
+  client::Stream s;
+  if (CudaError e = rgpu::cudart::stream_arg(nullptr, true, &s); e != err::Success) return ret(e);
+  CudaError e = op(s);
+  if (e == err::Success && wait) e = core().stream_synchronize(s);
+  return ret(e);
+}
+}  // namespace
+
 RGPU_EXPORT cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count,
                                         cudaMemcpyKind kind) {
-  return cudaMemcpy(dst, src, count, kind);
+  return on_thread_stream(
+      [&](const client::Stream& s) {
+        return core().memcpy2d_async(dst, count, src, count, count, 1, kind_of(kind), s);
+      },
+      true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
                                           size_t width, size_t height, cudaMemcpyKind kind) {
-  return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+  return on_thread_stream(
+      [&](const client::Stream& s) {
+        return core().memcpy2d_async(dst, dpitch, src, spitch, width, height, kind_of(kind), s);
+      },
+      true);
 }
 RGPU_EXPORT cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
-  return cudaMemset(devPtr, value, count);
+  return on_thread_stream(
+      [&](const client::Stream& s) { return core().memset_async(devPtr, value, count, s); }, false);
 }

@@ -1,0 +1,352 @@
+// Streams, events, asynchronous copies, host callbacks and peer copies on the client.  Stream and
+// event ids are chosen here, so creating them costs no round trip; work on a stream is sent
+// without waiting; device-to-host data of an asynchronous copy lands in its destination (on the
+// link's receiver thread) before the reply of any synchronization that covers it.
+#include <bit>
+#include <cstring>
+
+#include "client/client.h"
+#include "common/log.h"
+
+namespace rgpu::client {
+
+using namespace rgpu::proto;
+
+namespace {
+
+constexpr CudaError kInvalidResourceHandle = 400;
+constexpr uint64_t kStreamLegacy = 1, kStreamPerThread = 2;
+
+uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// The calling thread's per-thread default stream on each device.
+std::map<int, Stream*>& per_thread_streams() {
+  thread_local std::map<int, Stream*> streams;
+  return streams;
+}
+
+}  // namespace
+
+CudaError Client::resolve_stream(uint64_t handle, bool per_thread_default, Stream* out) {
+  const int dev = current_device();
+  if (handle == kStreamLegacy || (handle == 0 && !per_thread_default)) {
+    if (CudaError e = check_device(dev); e != err::Success) return e;
+    *out = Stream{dev, 0, 0, 0};
+    return err::Success;
+  }
+  if (handle == 0 || handle == kStreamPerThread) {
+    // Created on first use: a blocking stream, which like CUDA's per-thread default stream
+    // synchronizes with the legacy default stream only.
+    Stream*& s = per_thread_streams()[dev];
+    if (!s) {
+      CudaError e;
+      ServerLink* l = link(dev, &e);
+      if (!l) return e;
+      auto* n = new Stream{dev, l->new_id(), 0, 0};
+      e = l->call<StreamCreateMsg>(StreamCreateReq{devices_[dev].spec.gpu, n->id, 0, 0});
+      if (e != err::Success) {
+        delete n;
+        return e;
+      }
+      s = n;
+    }
+    *out = *s;
+    return err::Success;
+  }
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  auto* s = reinterpret_cast<Stream*>(handle);
+  if (!streams_.count(s)) return kInvalidResourceHandle;
+  *out = *s;
+  return err::Success;
+}
+
+bool Client::stream_flags(uint64_t handle, bool per_thread_default, unsigned* flags, int* priority) {
+  Stream s;
+  if (resolve_stream(handle, per_thread_default, &s) != err::Success) return false;
+  if (flags) *flags = s.flags;
+  if (priority) *priority = s.priority;
+  return true;
+}
+
+CudaError Client::stream_create(unsigned flags, int priority, Stream** out) {
+  if (!out || (flags & ~1u)) return err::InvalidValue;
+  const int dev = current_device();
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  int least = 0, greatest = 0;
+  if (priority != 0 && stream_priority_range(dev, &least, &greatest) == err::Success)
+    priority = std::min(std::max(priority, greatest), least);  // CUDA clamps to the range
+  auto* s = new Stream{dev, l->new_id(), flags, priority};
+  e = l->call<StreamCreateMsg>(StreamCreateReq{devices_[dev].spec.gpu, s->id, flags, priority});
+  if (e != err::Success) {
+    delete s;
+    return e;
+  }
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  streams_.insert(s);
+  *out = s;
+  return err::Success;
+}
+
+CudaError Client::stream_destroy(uint64_t handle) {
+  auto* s = reinterpret_cast<Stream*>(handle);
+  {
+    std::lock_guard<std::mutex> lock(objects_mu_);
+    if (!streams_.erase(s)) return kInvalidResourceHandle;
+  }
+  CudaError e;
+  ServerLink* l = link(s->device, &e);
+  if (l) e = l->call<StreamDestroyMsg>(ObjectReq{devices_[s->device].spec.gpu, s->id});
+  delete s;
+  return e;
+}
+
+CudaError Client::stream_synchronize(const Stream& s) {
+  CudaError e;
+  ServerLink* l = link(s.device, &e);
+  if (!l) return e;
+  return l->call<StreamSynchronizeMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
+}
+
+CudaError Client::stream_query(const Stream& s) {
+  CudaError e;
+  ServerLink* l = link(s.device, &e);
+  if (!l) return e;
+  return l->call<StreamQueryMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
+}
+
+CudaError Client::stream_wait_event(const Stream& s, uint64_t event) {
+  Event* ev = find_event(event);
+  if (!ev) return kInvalidResourceHandle;
+  if (ev->device != s.device) {
+    // Events of another GPU on the same server work there too; across servers they cannot.
+    if (devices_[ev->device].link != devices_[s.device].link) return err::NotSupported;
+  }
+  CudaError e;
+  ServerLink* l = link(s.device, &e);
+  if (!l) return e;
+  return l->call<StreamWaitEventMsg>(StreamWaitEventReq{devices_[s.device].spec.gpu, s.id, ev->id});
+}
+
+CudaError Client::stream_priority_range(int dev, int* least, int* greatest) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  StreamPriorityRangeRep rep;
+  e = l->call<StreamPriorityRangeMsg>(DeviceReq{devices_[dev].spec.gpu}, &rep);
+  if (e == err::Success) {
+    if (least) *least = rep.least;
+    if (greatest) *greatest = rep.greatest;
+  }
+  return e;
+}
+
+Event* Client::find_event(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  auto* ev = reinterpret_cast<Event*>(handle);
+  return events_.count(ev) ? ev : nullptr;
+}
+
+CudaError Client::event_create(unsigned flags, Event** out) {
+  constexpr unsigned kKnown = 0x1 | 0x2 | 0x4;  // BlockingSync, DisableTiming, Interprocess
+  if (!out || (flags & ~kKnown)) return err::InvalidValue;
+  const int dev = current_device();
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  auto* ev = new Event{dev, l->new_id(), flags};
+  e = l->call<EventCreateMsg>(EventCreateReq{devices_[dev].spec.gpu, ev->id, flags});
+  if (e != err::Success) {
+    delete ev;
+    return e;
+  }
+  std::lock_guard<std::mutex> lock(objects_mu_);
+  events_.insert(ev);
+  *out = ev;
+  return err::Success;
+}
+
+CudaError Client::event_destroy(uint64_t handle) {
+  auto* ev = reinterpret_cast<Event*>(handle);
+  {
+    std::lock_guard<std::mutex> lock(objects_mu_);
+    if (!events_.erase(ev)) return kInvalidResourceHandle;
+  }
+  CudaError e;
+  ServerLink* l = link(ev->device, &e);
+  if (l) e = l->call<EventDestroyMsg>(ObjectReq{devices_[ev->device].spec.gpu, ev->id});
+  delete ev;
+  return e;
+}
+
+CudaError Client::event_record(uint64_t event, const Stream& s) {
+  Event* ev = find_event(event);
+  if (!ev) return kInvalidResourceHandle;
+  if (ev->device != s.device) return kInvalidResourceHandle;
+  CudaError e;
+  ServerLink* l = link(s.device, &e);
+  if (!l) return e;
+  return l->call<EventRecordMsg>(EventRecordReq{devices_[s.device].spec.gpu, ev->id, s.id});
+}
+
+CudaError Client::event_query(uint64_t event) {
+  Event* ev = find_event(event);
+  if (!ev) return kInvalidResourceHandle;
+  CudaError e;
+  ServerLink* l = link(ev->device, &e);
+  if (!l) return e;
+  return l->call<EventQueryMsg>(ObjectReq{devices_[ev->device].spec.gpu, ev->id});
+}
+
+CudaError Client::event_synchronize(uint64_t event) {
+  Event* ev = find_event(event);
+  if (!ev) return kInvalidResourceHandle;
+  CudaError e;
+  ServerLink* l = link(ev->device, &e);
+  if (!l) return e;
+  return l->call<EventSynchronizeMsg>(ObjectReq{devices_[ev->device].spec.gpu, ev->id});
+}
+
+CudaError Client::event_elapsed(float* ms, uint64_t start, uint64_t end) {
+  Event* a = find_event(start);
+  Event* b = find_event(end);
+  if (!ms) return err::InvalidValue;
+  if (!a || !b || a->device != b->device) return kInvalidResourceHandle;
+  CudaError e;
+  ServerLink* l = link(a->device, &e);
+  if (!l) return e;
+  EventElapsedRep rep;
+  e = l->call<EventElapsedMsg>(EventElapsedReq{devices_[a->device].spec.gpu, a->id, b->id}, &rep);
+  if (e == err::Success) *ms = std::bit_cast<float>(rep.ms_bits);
+  return e;
+}
+
+CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                 size_t width, size_t height, CopyKind kind, const Stream& s) {
+  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) > 4) return err::InvalidMemcpyDirection;
+  if (height > 1 && (width > dpitch || width > spitch)) return err::InvalidPitchValue;
+  if (width == 0 || height == 0) return err::Success;
+  if (!dst || !src) return err::InvalidValue;
+  resolve_kind(dst, src, kind);
+  const uint64_t dext = (height - 1) * dpitch + width;
+  const uint64_t sext = (height - 1) * spitch + width;
+  int ddev = -1, sdev = -1;
+  const bool d_ok = map_.device_range_ok(u64(dst), dext, &ddev);
+  const bool s_ok = map_.device_range_ok(u64(src), sext, &sdev);
+  const bool d_dev = map_.find_device(u64(dst)).has_value();
+  const bool s_dev = map_.find_device(u64(src)).has_value();
+  CudaError e;
+  ServerLink* l = link(s.device, &e);
+  if (!l) return e;
+  const uint32_t gpu = devices_[s.device].spec.gpu;
+  switch (kind) {
+    case CopyKind::HostToHost: {
+      if (d_dev || s_dev) return err::InvalidValue;
+      // Synchronous, after the stream's earlier work (CUDA's rule for host-to-host).
+      if (CudaError se = stream_synchronize(s); se != err::Success) return se;
+      return memcpy2d(dst, dpitch, src, spitch, width, height, kind);
+    }
+    case CopyKind::HostToDevice: {
+      if (!d_ok || s_dev || ddev != s.device) return err::InvalidValue;
+      std::vector<iovec> rows(height);
+      for (size_t i = 0; i < height; ++i)
+        rows[i] = {const_cast<char*>(static_cast<const char*>(src)) + i * spitch, width};
+      return l->call<MemcpyHtoDAsyncMsg>(
+          MemcpyHtoDAsyncReq{gpu, u64(dst), dpitch, width, height, s.id}, nullptr, rows.data(),
+          static_cast<int>(height));
+    }
+    case CopyKind::DeviceToHost: {
+      if (!s_ok || d_dev || sdev != s.device) return err::InvalidValue;
+      std::vector<iovec> rows(height);
+      for (size_t i = 0; i < height; ++i) rows[i] = {static_cast<char*>(dst) + i * dpitch, width};
+      return l->call_with_async_data<MemcpyDtoHAsyncMsg>(
+          MemcpyDtoHAsyncReq{gpu, u64(src), spitch, width, height, s.id}, std::move(rows), width);
+    }
+    case CopyKind::DeviceToDevice: {
+      if (!d_ok || !s_ok) return err::InvalidValue;
+      if (ddev != sdev || ddev != s.device) {
+        if (height == 1) return memcpy_peer(dst, ddev, src, sdev, width, &s);
+        return err::NotSupported;
+      }
+      if (height == 1)
+        return l->call<MemcpyDtoDMsg>(MemcpyDtoDReq{gpu, u64(dst), u64(src), width, s.id});
+      return l->call<Memcpy2DDtoDMsg>(
+          Memcpy2DDtoDReq{gpu, u64(dst), dpitch, u64(src), spitch, width, height, s.id});
+    }
+    case CopyKind::Default:
+      break;
+  }
+  return err::InvalidMemcpyDirection;
+}
+
+CudaError Client::memset_async(void* ptr, int value, size_t n, const Stream& s) {
+  if (n == 0) return err::Success;
+  int dev = -1;
+  if (!map_.device_range_ok(u64(ptr), n, &dev) || dev != s.device) return err::InvalidValue;
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  return l->call<MemsetMsg>(
+      MemsetReq{devices_[dev].spec.gpu, u64(ptr), static_cast<uint8_t>(value), n, s.id});
+}
+
+CudaError Client::host_func(const Stream& s, std::function<void()> fn) {
+  CudaError e;
+  ServerLink* l = link(s.device, &e);
+  if (!l) return e;
+  return l->host_func(devices_[s.device].spec.gpu, s.id, std::move(fn));
+}
+
+CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
+                              const Stream* s) {
+  if (CudaError e = check_device(dst_dev); e != err::Success) return err::InvalidDevice;
+  if (CudaError e = check_device(src_dev); e != err::Success) return err::InvalidDevice;
+  if (n == 0) return err::Success;
+  int d = -1, sd = -1;
+  if (!map_.device_range_ok(u64(dst), n, &d) || d != dst_dev) return err::InvalidValue;
+  if (!map_.device_range_ok(u64(src), n, &sd) || sd != src_dev) return err::InvalidValue;
+  if (devices_[dst_dev].link != devices_[src_dev].link) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      LOG_ERROR("copies between GPUs of two different servers are not supported yet "
+                "(cudaErrorNotSupported)");
+    });
+    return err::NotSupported;
+  }
+  CudaError e;
+  ServerLink* l = link(dst_dev, &e);
+  if (!l) return e;
+  // Without a stream (cudaMemcpyPeer) the copy runs on the legacy stream of the destination.
+  uint64_t stream = s ? s->id : 0;
+  return l->call<MemcpyPeerMsg>(MemcpyPeerReq{devices_[dst_dev].spec.gpu, u64(dst),
+                                              devices_[src_dev].spec.gpu, u64(src), n, stream});
+}
+
+CudaError Client::can_access_peer(int* can, int dev, int peer) {
+  if (!can) return err::InvalidValue;
+  if (check_device(dev) != err::Success || check_device(peer) != err::Success)
+    return err::InvalidDevice;
+  *can = 0;
+  if (dev == peer || devices_[dev].link != devices_[peer].link) return err::Success;
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  DeviceCanAccessPeerRep rep;
+  e = l->call<DeviceCanAccessPeerMsg>(PeerReq{devices_[dev].spec.gpu, devices_[peer].spec.gpu},
+                                      &rep);
+  if (e == err::Success) *can = rep.can;
+  return e;
+}
+
+CudaError Client::enable_peer_access(int peer) {
+  const int dev = current_device();
+  if (check_device(peer) != err::Success) return err::InvalidDevice;
+  if (devices_[dev].link != devices_[peer].link) return err::NotSupported;
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  return l->call<DeviceEnablePeerMsg>(PeerReq{devices_[dev].spec.gpu, devices_[peer].spec.gpu});
+}
+
+}  // namespace rgpu::client

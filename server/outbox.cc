@@ -1,0 +1,67 @@
+#include "server/outbox.h"
+
+#include "common/log.h"
+
+namespace rgpu::server {
+
+Outbox::Outbox(transport::Connection& conn) : conn_(conn) {}
+
+Outbox::~Outbox() { stop(); }
+
+void Outbox::start() { writer_ = std::thread([this] { run(); }); }
+
+void Outbox::push(OutItem item) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!broken_ && !stopping_) {
+      items_.push_back(std::move(item));
+      cv_.notify_one();
+      return;
+    }
+  }
+  if (item.release) item.release();
+}
+
+void Outbox::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_one();
+  }
+  if (writer_.joinable()) writer_.join();
+}
+
+void Outbox::run() {
+  for (;;) {
+    OutItem item;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !items_.empty() || stopping_; });
+      if (items_.empty()) return;
+      item = std::move(items_.front());
+      items_.pop_front();
+    }
+    if (!broken_) {
+      try {
+        std::vector<iovec> v;
+        v.reserve(item.payload.size() + 2);
+        v.push_back({item.head.data(), item.head.size()});
+        v.insert(v.end(), item.payload.begin(), item.payload.end());
+        uint8_t t[4];
+        if (item.trailer) {
+          uint32_t u = static_cast<uint32_t>(*item.trailer);
+          for (int i = 0; i < 4; ++i) t[i] = static_cast<uint8_t>(u >> (8 * i));
+          v.push_back({t, 4});
+        }
+        conn_.send_all(v.data(), static_cast<int>(v.size()));
+      } catch (const std::exception& e) {
+        LOG_INFO("cannot send to %s: %s", conn_.peer().c_str(), e.what());
+        std::lock_guard<std::mutex> lock(mu_);
+        broken_ = true;
+      }
+    }
+    if (item.release) item.release();
+  }
+}
+
+}  // namespace rgpu::server
