@@ -88,9 +88,9 @@ class Executor {
   virtual Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src,
                                 uint64_t spitch, Rect rect, uint64_t stream) = 0;
   virtual Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size, uint64_t stream) = 0;
-  // Between two GPUs of this server, on a stream of the destination GPU.
+  // Between two GPUs of this server, on a stream of either (`stream_dev`).
   virtual Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
-                           uint64_t stream) = 0;
+                           int stream_dev, uint64_t stream) = 0;
   virtual Status can_access_peer(int dev, int peer, int& can) = 0;
   virtual Status enable_peer_access(int dev, int peer) = 0;
   // Destroys the device's state after the session freed its allocations (cudaDeviceReset).

@@ -318,9 +318,11 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   ServerLink* l = link(dst_dev, &e);
   if (!l) return e;
   // Without a stream (cudaMemcpyPeer) the copy runs on the legacy stream of the destination.
-  uint64_t stream = s ? s->id : 0;
+  const int stream_dev = s ? s->device : dst_dev;
+  if (stream_dev != dst_dev && stream_dev != src_dev) return kInvalidResourceHandle;
   return l->call<MemcpyPeerMsg>(MemcpyPeerReq{devices_[dst_dev].spec.gpu, u64(dst),
-                                              devices_[src_dev].spec.gpu, u64(src), n, stream});
+                                              devices_[src_dev].spec.gpu, u64(src), n,
+                                              devices_[stream_dev].spec.gpu, s ? s->id : 0});
 }
 
 CudaError Client::can_access_peer(int* can, int dev, int peer) {

@@ -218,8 +218,9 @@ struct MemcpyPeerReq {
   uint32_t src_device = 0;
   uint64_t src = 0;
   uint64_t size = 0;
-  uint64_t stream = 0;  // a stream of the destination GPU
-  RGPU_FIELDS(dst_device, dst, src_device, src, size, stream)
+  uint32_t stream_device = 0;  // the stream's GPU: either of the two
+  uint64_t stream = 0;
+  RGPU_FIELDS(dst_device, dst, src_device, src, size, stream_device, stream)
 };
 using MemcpyPeerRep = Empty;
 struct PeerReq {

@@ -62,7 +62,7 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
   if (width == 0 || height == 0) return Status::success();
   std::vector<Chunk> chunks = std::move(current_->payload);
   current_->payload.clear();
-  auto* hold = new Release{&pool_, {}};
+  auto* hold = new Release{&in_pool_, {}};
   for (Chunk& c : chunks) hold->buffers.push_back(c.data);
   Status status;
   uint64_t a = 0;
@@ -231,11 +231,13 @@ Status Session::on(MemcpyDtoHAsyncMsg, const MemcpyDtoHAsyncReq& q, Empty&) {
 Status Session::on(MemcpyPeerMsg, const MemcpyPeerReq& q, Empty&) {
   if (Status s = check_range(q.dst_device, q.dst, q.size, q.size, 1); !s.ok()) return s;
   if (Status s = check_range(q.src_device, q.src, q.size, q.size, 1); !s.ok()) return s;
+  if (q.stream_device != q.dst_device && q.stream_device != q.src_device)
+    return Status::fail(400, "the stream belongs to neither GPU of the copy");
   uint64_t stream = 0;
-  if (Status s = stream_of(q.dst_device, q.stream, stream); !s.ok()) return s;
+  if (Status s = stream_of(q.stream_device, q.stream, stream); !s.ok()) return s;
   if (q.size == 0) return Status::success();
   return exec_.copy_peer(static_cast<int>(q.dst_device), q.dst, static_cast<int>(q.src_device),
-                         q.src, q.size, stream);
+                         q.src, q.size, static_cast<int>(q.stream_device), stream);
 }
 
 Status Session::on(DeviceCanAccessPeerMsg, const PeerReq& q, DeviceCanAccessPeerRep& rep) {

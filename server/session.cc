@@ -42,6 +42,7 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       exec_(exec),
       config_(std::move(config)),
       outbox_(conn),
+      in_pool_(exec, config_.payload_bytes, SIZE_MAX),
       pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
       modules_(exec.device_count()),
@@ -167,8 +168,8 @@ void Session::read_loop() {
         throw ProtoError("payload on a message that takes none");
       // Payloads go straight into page-locked buffers the backend can copy from.
       for (uint64_t left = r.header.payload_len; left;) {
-        size_t n = std::min<uint64_t>(left, pool_.buffer_bytes());
-        char* buf = pool_.acquire(false);
+        size_t n = std::min<uint64_t>(left, in_pool_.buffer_bytes());
+        char* buf = in_pool_.acquire(false);
         if (!buf) throw std::runtime_error("cannot allocate page-locked memory for a payload");
         r.payload.push_back({buf, n});
         conn_.recv(buf, n);
@@ -220,7 +221,7 @@ void Session::dispatch_loop() {
 
 void Session::release(std::vector<Chunk>& chunks) {
   for (Chunk& c : chunks)
-    if (c.data) pool_.release(c.data);
+    if (c.data) in_pool_.release(c.data);
   chunks.clear();
 }
 

@@ -31,8 +31,9 @@ namespace rgpu::server {
 struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
-  size_t staging_bytes = 8u << 20;   // size of one page-locked staging buffer
-  size_t staging_limit = 16;         // buffers the dispatcher may hold before it waits
+  size_t staging_bytes = 8u << 20;   // one page-locked buffer for device-to-host data
+  size_t staging_limit = 8;          // such buffers in flight before the dispatcher waits
+  size_t payload_bytes = 2u << 20;   // one page-locked buffer of a request's payload
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
 };
@@ -144,6 +145,10 @@ class Session {
   backend::Executor& exec_;
   SessionConfig config_;
   Outbox outbox_;
+  // Two pools: the reader's (payloads; never waits, or it could not read the CallbackDone a
+  // stream is waiting for) and the dispatcher's (device-to-host data; bounded, it waits for the
+  // writer).  One shared limit would let queued payloads starve the dispatcher.
+  BufferPool in_pool_;
   BufferPool pool_;
   std::vector<AllocationTable> allocs_;
   proto::Nonce challenge_{};

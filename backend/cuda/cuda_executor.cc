@@ -146,9 +146,10 @@ class CudaExecutor final : public Executor {
     return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
   }
   Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
-                   uint64_t stream) override {
+                   int stream_dev, uint64_t stream) override {
     if (Status s = use(src_dev); !s.ok()) return s;
     if (Status s = use(dst_dev); !s.ok()) return s;
+    if (Status s = use(stream_dev); !s.ok()) return s;
     return check(drv_.cuMemcpyPeerAsync(dst, ctx_[dst_dev], src, ctx_[src_dev], size, cu(stream)));
   }
   Status can_access_peer(int dev, int peer, int& can) override {

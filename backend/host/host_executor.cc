@@ -125,13 +125,14 @@ class HostExecutor final : public Executor {
     return submit(dev, stream, [=] { ::memset(reinterpret_cast<void*>(ptr), value, size); });
   }
   Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
-                   uint64_t stream) override {
-    // After the source GPU's earlier work, in order on the destination's stream.
-    FencePtr src_done = streams_[src_dev]->tail(0);
-    if (!streams_[dst_dev]->exists(stream)) return no_stream();
-    streams_[dst_dev]->submit(
+                   int stream_dev, uint64_t stream) override {
+    // In order on the stream's GPU, after the other GPU's legacy-stream work.
+    int other = stream_dev == dst_dev ? src_dev : dst_dev;
+    FencePtr other_done = streams_[other]->tail(0);
+    if (!streams_[stream_dev]->exists(stream)) return no_stream();
+    streams_[stream_dev]->submit(
         stream, [=] { memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), size); },
-        {src_done});
+        {other_done});
     return Status::success();
   }
   Status can_access_peer(int, int, int& can) override {

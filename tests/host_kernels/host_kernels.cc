@@ -2,6 +2,8 @@
 // CI has no GPU).  Each computes what its CUDA kernel computes, from the parameters rgpu packed by
 // the kernel's layout, so argument packing and launching are checked end to end.
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 
@@ -148,7 +150,22 @@ void fill(const rgpu_host_launch* l, void** p) {
   });
 }
 
+void slow_fill(const rgpu_host_launch*, void** p) {
+  auto out = arg<int*>(p, 0);
+  int value = arg<int>(p, 1), n = arg<int>(p, 2);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(arg<unsigned long long>(p, 3)));
+  for (int i = 0; i < n; ++i) out[i] = value;
+}
+
+void add_one(const rgpu_host_launch*, void** p) {
+  auto out = arg<int*>(p, 0);
+  int n = arg<int>(p, 1);
+  for (int i = 0; i < n; ++i) out[i] += 1;
+}
+
 const rgpu_host_kernel kKernels[] = {
+    {"slow_fill", slow_fill},
+    {"add_one", add_one},
     {"vec_add", vec_add},
     {"matmul_tiled", matmul_tiled},
     {"reduce_sum", reduce_sum},

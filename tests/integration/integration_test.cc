@@ -56,13 +56,32 @@ class Programs : public ::testing::TestWithParam<const char*> {};
 TEST_P(Programs, PassThroughTheHostBackend) {
   Daemon d({"--host-capacity", "1GiB"});
   std::string name = GetParam();
-  expect_pass(run({cuda_program(name)}, d.client_env()), name);
+  std::string expect = name.substr(0, name.rfind("_ptds") == std::string::npos ? name.size()
+                                                                                : name.rfind("_ptds"));
+  expect_pass(run({cuda_program(name)}, d.client_env()), expect);
   EXPECT_TRUE(d.alive());
 }
 INSTANTIATE_TEST_SUITE_P(Cuda, Programs,
                          ::testing::Values("memcpy_roundtrip", "errors", "pointer_attrs",
                                            "device_query", "kernels_basic", "kernels_symbols",
-                                           "kernels_api", "kernels_launch_loop"));
+                                           "kernels_api", "kernels_launch_loop",
+                                           "async_streams", "async_streams_ptds"));
+
+// Threads, streams and several GPUs of one server.
+class TwoGpuPrograms : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TwoGpuPrograms, PassWithTwoGpusOnOneServer) {
+  Daemon d({"--host-gpus", "2"});
+  Env env = d.client_env();
+  env["RGPU_SERVERS"] = d.servers() + "/0," + d.servers() + "/1";
+  std::string name = GetParam();
+  std::string expect = name.substr(0, name.rfind("_ptds") == std::string::npos ? name.size()
+                                                                                : name.rfind("_ptds"));
+  expect_pass(run({cuda_program(name)}, env), expect);
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Async, TwoGpuPrograms,
+                         ::testing::Values("async_stress", "async_stress_ptds", "multi_gpu"));
 
 TEST(Kernels, DevicePrintfArrivesInOrderBeforeTheSyncReturns) {
   Daemon d;
