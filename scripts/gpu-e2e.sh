@@ -39,20 +39,46 @@ if [ ! -s "$port_file" ]; then
   exit 1
 fi
 servers="127.0.0.1:$(cat "$port_file")"
+# Runs a command with a time limit; if it outlives it, saves the stacks of it and of rgpud's
+# session processes (cuda-gdb) to $out/hang-<name>.txt before killing it.
+limited() {
+  local name=$1 secs=$2
+  shift 2
+  "$@" &
+  local pid=$! i
+  for ((i = 0; i < secs * 10; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then
+    {
+      echo "== client $pid"
+      timeout 60 cuda-gdb -batch -p $pid -ex "thread apply all bt 12" 2>&1 | grep -E '^#|^Thread'
+      for s in $(pgrep -P $daemon); do
+        echo "== session $s"
+        timeout 60 cuda-gdb -batch -p $s -ex "thread apply all bt 12" 2>&1 | grep -E '^#|^Thread'
+      done
+    } >"$out/hang-$name.txt" 2>&1
+    kill -9 $pid
+    wait $pid 2>/dev/null
+    return 124
+  fi
+  wait $pid
+}
 native() { LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-remote() { RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" "$@"; }
+remote() { RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" limited "$(basename "$1")-rgpu" 60 "$@"; }
 verdict() {  # exit code, stdout file
   local n
   n=$(grep -c '^FAIL' "$2")
-  if [ "$1" -eq 0 ]; then echo "passed"; else echo "FAILED rc=$1 ($n)"; fi
+  if [ "$1" -eq 0 ]; then echo "passed"; elif [ "$1" -eq 124 ]; then echo "HUNG"; else echo "FAILED rc=$1 ($n)"; fi
 }
 
 rows=()
 failures=0
-for p in memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols \
-  kernels_printf kernels_api kernels_launch_loop; do
+programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols
+  kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
+  async_stress_ptds multi_gpu overlap"
+for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
-  native "$build/cuda/$p" >"$out/$p.native.out" 2>"$out/$p.native.err"; nrc=$?
+  LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \
+    "$build/cuda/$p" >"$out/$p.native.out" 2>"$out/$p.native.err"; nrc=$?
   remote "$build/cuda/$p" >"$out/$p.rgpu.out" 2>"$out/$p.rgpu.err"; rrc=$?
   if diff "$out/$p.native.out" "$out/$p.rgpu.out" >"$out/$p.diff"; then same=identical; else same=DIFFERENT; fi
   [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
@@ -91,6 +117,7 @@ native "$build/examples/hello_rgpu" >"$out/hello.native" 2>&1
 remote "$build/examples/hello_rgpu" >"$out/hello.rgpu" 2>&1
 bw() { grep -o 'host->device [0-9.]* GB/s, device->host [0-9.]* GB/s' "$1" | awk '{print $2"/"$5}'; }
 rate() { grep -o 'launches/s [0-9]*' "$1" | awk '{print $2}'; }
+ovl() { grep -o '([0-9.]* of the sum)' "$1" | tr -d '()' | awk '{print $1}'; }
 launch_native=$(rate "$out/kernels_launch_loop.native.err")
 launch_rgpu=$(rate "$out/kernels_launch_loop.rgpu.err")
 ping_us=$(RGPU_SERVERS="$servers" "$build/cli/rgpu" ping -n 5000 | grep -o 'median [0-9.]* us' | awk '{print $2}')
@@ -103,6 +130,8 @@ for r in "${rows[@]}"; do echo "$r"; done
 printf '%-20s %-16s %-16s %s\n' "256MiB pinned GB/s" "$(bw "$out/hello.native")" "$(bw "$out/hello.rgpu")" "H2D/D2H, one cudaMemcpy each"
 printf '%-20s %-16s %-16s %s\n' "launches/s" "$launch_native" "$launch_rgpu" \
   "$(awk -v a="$launch_rgpu" -v b="$launch_native" 'BEGIN{if (b > 0) printf "rgpu/native %.2f", a/b}'), 100000 empty launches"
+printf '%-20s %-16s %-16s %s\n' "kernel+copy overlap" "$(ovl "$out/overlap.native.err")" \
+  "$(ovl "$out/overlap.rgpu.err")" "time of both at once / sum of each alone (lower: more overlap)"
 printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
