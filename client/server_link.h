@@ -84,7 +84,7 @@ class ServerLink {
     uint64_t expect_in = 0;
     CudaError result = err::Success;
     std::string message;
-    bool done = false;
+    std::atomic<bool> done{false};
   };
   struct AsyncDst {
     std::vector<iovec> rows;

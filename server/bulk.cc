@@ -60,33 +60,38 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
                            uint64_t height, uint64_t stream, bool async) {
   const int d = static_cast<int>(dev);
   if (width == 0 || height == 0) return Status::success();
-  std::vector<Chunk> chunks = std::move(current_->payload);
-  current_->payload.clear();
-  auto* hold = new Release{&in_pool_, {}};
-  for (Chunk& c : chunks) hold->buffers.push_back(c.data);
+  PayloadStream& payload = *current_->payload;
+  // Asynchronous copies keep their buffers until the stream is past them.
+  auto* hold = async ? new Release{&in_pool_, {}} : nullptr;
   Status status;
   uint64_t a = 0;
-  for (Chunk& c : chunks) {
+  // Each chunk is copied as soon as it has arrived, while the reader receives the next.
+  for (Chunk c; payload.next(c);) {
     uint64_t b = a + c.size;
-    status = for_pieces(a, b, width, dpitch, [&](uint64_t doff, uint64_t hoff, Rect r) {
-      const char* src = c.data + hoff;
-      return async ? exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream)
-                   : exec_.copy_to_device(d, dst + doff, dpitch, src, width, r);
-    });
-    if (!status.ok()) break;
+    if (status.ok())
+      status = for_pieces(a, b, width, dpitch, [&](uint64_t doff, uint64_t hoff, Rect r) {
+        const char* src = c.data + hoff;
+        return async ? exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream)
+                     : exec_.copy_to_device(d, dst + doff, dpitch, src, width, r);
+      });
+    if (hold)
+      hold->buffers.push_back(c.data);
+    else
+      payload.release(c);
     a = b;
   }
-  // The buffers go back to the pool once the stream is past the copies that read them.
-  auto release = [](void* arg) {
-    auto* h = static_cast<Release*>(arg);
-    for (char* p : h->buffers) h->pool->release(p);
-    delete h;
-  };
-  if (!async) {
-    release(hold);
-  } else if (!exec_.host_func(d, stream, release, hold).ok()) {
-    exec_.stream_synchronize(d, stream);
-    release(hold);
+  if (a != width * height && status.ok())
+    status = Status::fail(err::InvalidValue, "the client went away in the middle of a copy");
+  if (hold) {
+    auto release = [](void* arg) {
+      auto* h = static_cast<Release*>(arg);
+      for (char* p : h->buffers) h->pool->release(p);
+      delete h;
+    };
+    if (!exec_.host_func(d, stream, release, hold).ok()) {
+      exec_.stream_synchronize(d, stream);
+      release(hold);
+    }
   }
   return status;
 }

@@ -66,7 +66,12 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
     return Status::fail(err::InvalidValue, "module image size out of range");
   auto image = std::make_shared<std::vector<uint8_t>>();
   image->reserve(q.image_size);
-  for (const Chunk& c : current_->payload) image->insert(image->end(), c.data, c.data + c.size);
+  for (Chunk c; current_->payload->next(c);) {
+    image->insert(image->end(), c.data, c.data + c.size);
+    current_->payload->release(c);
+  }
+  if (image->size() != q.image_size)
+    return Status::fail(err::InvalidValue, "the client went away in the middle of the module");
   if (sha256(image->data(), image->size()) != q.hash)
     return Status::fail(err::InvalidValue, "module image does not match its hash");
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);

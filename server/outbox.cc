@@ -4,6 +4,10 @@
 
 namespace rgpu::server {
 
+namespace {
+constexpr size_t kInlineBytes = 64 << 10;
+}
+
 Outbox::Outbox(transport::Connection& conn) : conn_(conn) {}
 
 Outbox::~Outbox() { stop(); }
@@ -11,15 +15,28 @@ Outbox::~Outbox() { stop(); }
 void Outbox::start() { writer_ = std::thread([this] { run(); }); }
 
 void Outbox::push(OutItem item) {
+  size_t bytes = item.head.size();
+  for (auto& v : item.payload) bytes += v.iov_len;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!broken_ && !stopping_) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (broken_ || stopping_) {
+      lock.unlock();
+      if (item.release) item.release();
+      return;
+    }
+    // A small item with nothing ahead of it goes out at once from this thread: no wakeup of the
+    // writer on the way of a reply.  Order is kept: the writer waits while busy_.
+    if (!items_.empty() || busy_ || bytes > kInlineBytes) {
       items_.push_back(std::move(item));
       cv_.notify_one();
       return;
     }
+    busy_ = true;
   }
-  if (item.release) item.release();
+  send(item);
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_ = false;
+  if (!items_.empty() || stopping_) cv_.notify_one();
 }
 
 void Outbox::stop() {
@@ -36,12 +53,26 @@ void Outbox::run() {
     OutItem item;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return !items_.empty() || stopping_; });
+      cv_.wait(lock, [&] { return (!items_.empty() && !busy_) || (stopping_ && !busy_); });
       if (items_.empty()) return;
       item = std::move(items_.front());
       items_.pop_front();
+      busy_ = true;
     }
-    if (!broken_) {
+    send(item);
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_ = false;
+  }
+}
+
+void Outbox::send(OutItem& item) {
+  {
+    bool broken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken = broken_;
+    }
+    if (!broken) {
       try {
         std::vector<iovec> v;
         v.reserve(item.payload.size() + 2);

@@ -38,12 +38,14 @@ class Outbox {
 
  private:
   void run();
+  void send(OutItem& item);
   transport::Connection& conn_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<OutItem> items_;
   bool stopping_ = false;
   bool broken_ = false;
+  bool busy_ = false;  // an item is being sent (by the writer or inline)
   std::thread writer_;
 };
 

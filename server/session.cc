@@ -4,10 +4,12 @@
 #include <sys/time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "common/log.h"
+#include "common/spin.h"
 
 namespace rgpu::server {
 
@@ -161,23 +163,44 @@ void Session::read_loop() {
         continue;
       }
       Mode mode;
-      Payload payload;
-      if (!msg_info(r.header.type, &mode, &payload))
+      Payload direction;
+      if (!msg_info(r.header.type, &mode, &direction))
         throw ProtoError("unknown message type " + std::to_string(r.header.type));
-      if (payload != Payload::In && r.header.payload_len)
+      if (direction != Payload::In && r.header.payload_len)
         throw ProtoError("payload on a message that takes none");
-      // Payloads go straight into page-locked buffers the backend can copy from.
-      for (uint64_t left = r.header.payload_len; left;) {
-        size_t n = std::min<uint64_t>(left, in_pool_.buffer_bytes());
-        char* buf = in_pool_.acquire(false);
-        if (!buf) throw std::runtime_error("cannot allocate page-locked memory for a payload");
-        r.payload.push_back({buf, n});
-        conn_.recv(buf, n);
-        left -= n;
+      std::shared_ptr<PayloadStream> payload;
+      if (r.header.payload_len) {
+        payload = std::make_shared<PayloadStream>(in_pool_, r.header.payload_len);
+        r.payload = payload;
       }
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      queue_.push_back(std::move(r));
-      queue_cv_.notify_one();
+      {
+        // Queued before its payload arrives: the dispatcher starts on the first chunks.
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        queue_.push_back(std::move(r));
+        queued_.store(queue_.size(), std::memory_order_release);
+        queue_cv_.notify_one();
+      }
+      if (payload) {
+        try {
+          // Straight into page-locked buffers the backend can copy from.
+          for (uint64_t left = payload->total(); left;) {
+            size_t n = std::min<uint64_t>(left, in_pool_.buffer_bytes());
+            char* buf = in_pool_.acquire(false);
+            if (!buf) throw std::runtime_error("cannot allocate page-locked memory for a payload");
+            try {
+              conn_.recv(buf, n);
+            } catch (...) {
+              in_pool_.release(buf);
+              throw;
+            }
+            payload->push({buf, n});
+            left -= n;
+          }
+        } catch (...) {
+          payload->abort();
+          throw;
+        }
+      }
     }
   } catch (const ProtoError& e) {
     LOG_WARN("closing connection from %s: malformed message: %s", conn_.peer().c_str(), e.what());
@@ -194,17 +217,20 @@ void Session::read_loop() {
 void Session::dispatch_loop() {
   for (;;) {
     Request r;
+    // Requests often come back to back: spin briefly before sleeping, which saves a thread wakeup
+    // from every round trip.
+    spin_until([&] { return queued_.load(std::memory_order_acquire) != 0; });
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [&] { return !queue_.empty() || reader_done_; });
       if (queue_.empty() || reader_done_) {
-        for (auto& q : queue_) release(q.payload);  // the client is gone: drop its requests
-        queue_.clear();
+        queue_.clear();  // the client is gone: drop its requests (their buffers go back)
         if (reader_done_) return;
         continue;
       }
       r = std::move(queue_.front());
       queue_.pop_front();
+      queued_.store(queue_.size(), std::memory_order_release);
     }
     try {
       serve(r);
@@ -215,14 +241,7 @@ void Session::dispatch_loop() {
       LOG_ERROR("closing connection from %s: %s", conn_.peer().c_str(), e.what());
       conn_.shutdown();
     }
-    release(r.payload);
   }
-}
-
-void Session::release(std::vector<Chunk>& chunks) {
-  for (Chunk& c : chunks)
-    if (c.data) in_pool_.release(c.data);
-  chunks.clear();
 }
 
 void Session::serve(Request& r) {

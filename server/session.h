@@ -7,6 +7,7 @@
 // Everything the client allocated is released when the session ends, however the connection ends.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -23,6 +24,7 @@
 #include "server/buffer_pool.h"
 #include "server/module_cache.h"
 #include "server/outbox.h"
+#include "server/payload.h"
 #include "server/output_capture.h"
 #include "transport/connection.h"
 
@@ -47,14 +49,10 @@ class Session {
 
  private:
   using Status = backend::Status;
-  struct Chunk {
-    char* data;
-    size_t size;
-  };
   struct Request {
     proto::FrameHeader header;
     std::vector<uint8_t> body;
-    std::vector<Chunk> payload;
+    std::shared_ptr<PayloadStream> payload;  // arriving while the request is served
   };
 
   bool handshake();
@@ -63,7 +61,6 @@ class Session {
   void serve(Request& r);
   template <class M>
   void dispatch(Request& r);
-  void release(std::vector<Chunk>& chunks);
 
   // Handlers, one per catalogue message (tagged by its Msg type).
   Status on(proto::PingMsg, const proto::PingReq&, proto::PingRep&);
@@ -157,6 +154,7 @@ class Session {
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<Request> queue_;
+  std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock
   bool reader_done_ = false;
 
   // Dispatcher state.
