@@ -2,6 +2,7 @@
 //   rgpu run [--] PROGRAM [ARGS...]   run a CUDA program (built with -cudart shared) on rgpu
 //   rgpu ls                           list the virtual devices of RGPU_SERVERS
 //   rgpu ping [-n COUNT]              round-trip time of a synchronous call to each server
+//   rgpu bench [...]                  native vs rgpu vs raw link (cli/bench.cc)
 #include <limits.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench.h"
 #include "client/client.h"
 #include "common/log.h"
 #include "proto/messages.h"
@@ -26,6 +28,8 @@ void usage(FILE* out) {
           "usage: rgpu run [--] PROGRAM [ARGS...]   run a CUDA program through rgpu\n"
           "       rgpu ls                           list the devices of RGPU_SERVERS\n"
           "       rgpu ping [-n COUNT]              time a synchronous call to each device's server\n"
+          "       rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png]\n"
+          "                                         native vs rgpu vs raw link, in one run\n"
           "       rgpu --version\n"
           "Environment: RGPU_SERVERS (default 127.0.0.1:%d), RGPU_TOKEN, RGPU_LOG\n",
           7766);
@@ -135,6 +139,14 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(argc - 2, argv + 2);
   if (cmd == "ls") return cmd_ls();
   if (cmd == "ping") return cmd_ping(argc - 2, argv + 2);
+  if (cmd == "bench") {
+    std::string lib = lib_dir();
+    char exe[PATH_MAX] = {};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string(".");
+    dir = dir.substr(0, dir.rfind('/'));
+    return cli::bench_main(argc - 2, argv + 2, lib.c_str(), dir.c_str());
+  }
   if (cmd == "--version") {
     printf("rgpu %s (protocol %u)\n", RGPU_VERSION, proto::kProtocolVersion);
     return 0;

@@ -26,6 +26,7 @@ Client& Client::get() {
 
 Client::Client() {
   Config cfg = load_config();
+  eager_bytes_ = cfg.eager_bytes;
   std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;
   for (const DeviceSpec& d : cfg.devices) {
     Virtual v;
@@ -198,6 +199,12 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
       ServerLink* l = link(ddev, &e);
       if (!l) return e;
       const uint32_t gpu = devices_[ddev].spec.gpu;
+      if (height == 1 && width <= eager_bytes_) {
+        // Eager: on the legacy stream, no reply to wait for (errors come at the next sync).
+        iovec v{const_cast<void*>(src), width};
+        return l->call<MemcpyHtoDAsyncMsg>(MemcpyHtoDAsyncReq{gpu, u64(dst), width, width, 1, 0},
+                                           nullptr, &v, 1);
+      }
       if (height == 1) {
         iovec v{const_cast<void*>(src), width};
         return l->call<MemcpyHtoDMsg>(MemcpyHtoDReq{gpu, u64(dst), width}, nullptr, &v, 1);

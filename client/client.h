@@ -140,6 +140,7 @@ class Client {
     std::unique_ptr<DeviceInfo> info;
   };
   std::vector<Virtual> devices_;
+  uint64_t eager_bytes_ = 0;
   std::vector<std::unique_ptr<ServerLink>> links_;
   std::mutex info_mu_;
   AddressMap map_;

@@ -24,6 +24,9 @@ std::vector<DeviceSpec> parse_servers(const std::string& spec, std::vector<std::
 struct Config {
   std::vector<DeviceSpec> devices;
   std::optional<std::string> token;
+  // Host-to-device copies up to this size are eager: sent without waiting for a reply (the bytes
+  // are taken at the call, as CUDA stages them); larger ones wait for the server (RGPU_EAGER_BYTES).
+  uint64_t eager_bytes = 256 << 10;
 };
 
 Config load_config();

@@ -122,6 +122,12 @@ launch_native=$(rate "$out/kernels_launch_loop.native.err")
 launch_rgpu=$(rate "$out/kernels_launch_loop.rgpu.err")
 ping_us=$(RGPU_SERVERS="$servers" "$build/cli/rgpu" ping -n 5000 | grep -o 'median [0-9.]* us' | awk '{print $2}')
 
+echo "== rgpu bench"
+RGPU_SERVERS="$servers" timeout 300 "$build/cli/rgpu" bench --max-size "${RGPU_BENCH_MAX:-1GiB}" \
+  --json "$results/bench.json" --plot "$results/bench.png" >"$out/bench.txt" 2>"$out/bench.err" ||
+  { tail -5 "$out/bench.err"; failures=$((failures + 1)); }
+cp "$out/bench.txt" "$results/bench.txt"
+
 {
 echo
 echo "rgpu GPU end-to-end: $card; rgpud --backend cuda on $servers"
@@ -133,6 +139,7 @@ printf '%-20s %-16s %-16s %s\n' "launches/s" "$launch_native" "$launch_rgpu" \
 printf '%-20s %-16s %-16s %s\n' "kernel+copy overlap" "$(ovl "$out/overlap.native.err")" \
   "$(ovl "$out/overlap.rgpu.err")" "time of both at once / sum of each alone (lower: more overlap)"
 printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
+grep -A4 '^targets:' "$out/bench.txt"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
 cp "$out/summary.txt" "$results/summary.txt"

@@ -194,6 +194,8 @@ int run_daemon(const DaemonConfig& cfg) {
       OutputCapture output;
       if (!output.start()) LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
       SessionConfig sc{token, info};
+      if (cfg.chunk_bytes) sc.staging_bytes = sc.payload_bytes = cfg.chunk_bytes;
+      if (cfg.pipeline_depth) sc.staging_limit = cfg.pipeline_depth;
       sc.module_cache = &cache;
       sc.output = &output;
       Session session(*conn, *exec, sc);

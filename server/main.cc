@@ -23,6 +23,9 @@ void usage(FILE* out) {
           "  --port-file FILE      write the bound port to FILE once listening (for --listen :0)\n"
           "  --host-kernels SO     host backend: plugin with host implementations of kernels\n"
           "                        (a test double; see backend/host/host_kernel_api.h)\n"
+          "  --chunk-size SIZE     bulk copies: bytes per pipelined chunk (default 2MiB for\n"
+          "                        host-to-device, 8MiB for device-to-host)\n"
+          "  --pipeline-depth N    bulk copies: device-to-host chunks in flight (default 8)\n"
           "  --module-cache DIR    where fat binaries are kept by hash (default\n"
           "                        ~/.cache/rgpud/modules; none to disable)\n"
           "  --version             print the version\n"
@@ -84,6 +87,20 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--port-file") {
       cfg.port_file = value();
+    } else if (a == "--chunk-size") {
+      auto s = rgpu::parse_size(value());
+      if (!s || *s < 4096 || *s > (1ull << 30)) {
+        fprintf(stderr, "rgpud: --chunk-size must be 4KiB..1GiB\n");
+        return 2;
+      }
+      cfg.chunk_bytes = *s;
+    } else if (a == "--pipeline-depth") {
+      int n = atoi(value().c_str());
+      if (n < 1 || n > 1024) {
+        fprintf(stderr, "rgpud: --pipeline-depth must be 1..1024\n");
+        return 2;
+      }
+      cfg.pipeline_depth = static_cast<size_t>(n);
     } else if (a == "--host-kernels") {
       cfg.host_kernels = value();
     } else if (a == "--module-cache") {

@@ -1,0 +1,112 @@
+// rgpu bench's measuring program.  `rgpu bench` runs it twice, natively (NVIDIA's libcudart) and
+// through rgpu (rgpu's), so both are measured by the same code.  Results go to stdout as
+//   RESULT <op> <bytes> <value> <unit>
+// and progress to stderr.  Usage: rgpu-bench-worker [MAX_BYTES]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+extern "C" __global__ void bench_empty() {}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    fprintf(stderr, "bench worker: %s: %s\n", what, cudaGetErrorString(e));
+    exit(1);
+  }
+}
+
+void sync_latency() {
+  fprintf(stderr, "  synchronous call latency...\n");
+  std::vector<double> us;
+  for (int i = 0; i < 5500; ++i) {
+    auto t0 = Clock::now();
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    auto t1 = Clock::now();
+    if (i >= 500) us.push_back(seconds(t0, t1) * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  printf("RESULT sync_call 0 %.2f us\n", us[us.size() / 2]);
+}
+
+void launch_rate() {
+  fprintf(stderr, "  empty-kernel launch rate...\n");
+  bench_empty<<<1, 1>>>();
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    fprintf(stderr, "  (launches fail here: %s)\n", cudaGetErrorString(cudaGetLastError()));
+    return;
+  }
+  const int n = 100000;
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) bench_empty<<<1, 1>>>();
+    check(cudaDeviceSynchronize(), "launch loop");
+    best = std::max(best, n / seconds(t0, Clock::now()));
+  }
+  printf("RESULT launch_rate 0 %.0f launches/s\n", best);
+}
+
+void bandwidth(size_t max_bytes) {
+  char *pinned, *dev;
+  check(cudaMallocHost(&pinned, max_bytes), "cudaMallocHost");
+  std::vector<char> pageable(max_bytes);
+  check(cudaMalloc(&dev, max_bytes), "cudaMalloc");
+  memset(pinned, 1, max_bytes);
+  memset(pageable.data(), 2, max_bytes);
+  for (size_t bytes = 4; bytes <= max_bytes; bytes *= 16) {
+    for (int mem = 0; mem < 2; ++mem) {
+      char* host = mem ? pageable.data() : pinned;
+      const char* kind = mem ? "pageable" : "pinned";
+      for (int dir = 0; dir < 2; ++dir) {
+        auto copy = [&] {
+          check(dir ? cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost)
+                    : cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice),
+                "cudaMemcpy");
+          if (!dir) check(cudaDeviceSynchronize(), "sync");  // host-to-device may return early
+        };
+        copy();  // warm up
+        // Enough repetitions for ~0.25 s of copying (at least 3, at most 2000).
+        auto t0 = Clock::now();
+        copy();
+        double one = std::max(seconds(t0, Clock::now()), 1e-7);
+        int reps = static_cast<int>(std::min(2000.0, std::max(3.0, 0.25 / one)));
+        t0 = Clock::now();
+        for (int r = 0; r < reps; ++r) copy();
+        double gbs = bytes * reps / seconds(t0, Clock::now()) / 1e9;
+        printf("RESULT %s_%s %zu %.6g GB/s\n", dir ? "d2h" : "h2d", kind, bytes, gbs);
+        fflush(stdout);
+      }
+    }
+    fprintf(stderr, "  copies of %zu bytes done\n", bytes);
+  }
+  cudaFree(dev);
+  cudaFreeHost(pinned);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t max_bytes = argc > 1 ? strtoull(argv[1], nullptr, 10) : (1ull << 30);
+  int n = 0;
+  check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
+  cudaDeviceProp p;
+  check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+  printf("DEVICE %s\n", p.name);
+  sync_latency();
+  launch_rate();
+  bandwidth(max_bytes);
+  return 0;
+}

@@ -1,0 +1,358 @@
+#include "cli/bench.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/config.h"
+#include "common/strings.h"
+#include "transport/tcp/tcp.h"
+
+namespace rgpu::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  std::string op;
+  uint64_t bytes = 0;
+  std::string mode;  // native, rgpu, link
+  double value = 0;
+  std::string unit;
+};
+
+// Runs the measuring program with `env` added; returns its results (empty on failure).
+std::vector<Result> run_worker(const std::string& worker, const std::string& mode,
+                               const std::vector<std::pair<std::string, std::string>>& env,
+                               uint64_t max_bytes, std::string& device) {
+  int out[2];
+  if (pipe(out) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::string arg = std::to_string(max_bytes);
+    execl(worker.c_str(), worker.c_str(), arg.c_str(), static_cast<char*>(nullptr));
+    fprintf(stderr, "rgpu bench: cannot run %s: %s\n", worker.c_str(), strerror(errno));
+    _exit(127);
+  }
+  close(out[1]);
+  std::vector<Result> results;
+  FILE* f = fdopen(out[0], "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    char op[64], unit[32];
+    unsigned long long bytes;
+    double value;
+    if (sscanf(line, "RESULT %63s %llu %lf %31s", op, &bytes, &value, unit) == 4)
+      results.push_back({op, bytes, mode, value, unit});
+    else if (strncmp(line, "DEVICE ", 7) == 0)
+      device = std::string(line + 7, strcspn(line + 7, "\n"));
+  }
+  if (f) fclose(f);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "rgpu bench: the %s run failed (status %d)\n", mode.c_str(), st);
+  }
+  return results;
+}
+
+// The raw link: TCP on loopback with rgpu's socket settings, ping-pong and one-way streams.
+std::vector<Result> measure_link(uint64_t max_bytes) {
+  std::vector<Result> results;
+  auto listener = transport::tcp_listen("127.0.0.1", 0);
+  std::unique_ptr<transport::Connection> server;
+  std::thread accept([&] { server = listener->accept(); });
+  auto client = transport::tcp_connect("127.0.0.1", listener->port());
+  accept.join();
+
+  fprintf(stderr, "  raw TCP round trip...\n");
+  std::thread echo([&] {
+    char b[8];
+    try {
+      for (;;) {
+        server->recv(b, 8);
+        server->send(b, 8);
+      }
+    } catch (...) {
+    }
+  });
+  std::vector<double> us;
+  char b[8] = {};
+  for (int i = 0; i < 5500; ++i) {
+    auto t0 = Clock::now();
+    client->send(b, 8);
+    client->recv(b, 8);
+    if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  results.push_back({"sync_call", 0, "link", us[us.size() / 2], "us"});
+  client->shutdown();
+  echo.join();
+
+  // One-way streams: `bytes` across, then a one-byte acknowledgement (a copy's whole time).
+  auto listener2 = transport::tcp_listen("127.0.0.1", 0);
+  std::thread accept2([&] { server = listener2->accept(); });
+  client = transport::tcp_connect("127.0.0.1", listener2->port());
+  accept2.join();
+  std::vector<char> src(max_bytes, 1), dst(max_bytes);
+  for (uint64_t bytes = 4; bytes <= max_bytes; bytes *= 16) {
+    auto transfer = [&](int reps) {
+      std::thread sink([&] {
+        for (int r = 0; r < reps; ++r) {
+          server->recv(dst.data(), bytes);
+          server->send("k", 1);
+        }
+      });
+      char k;
+      for (int r = 0; r < reps; ++r) {
+        client->send(src.data(), bytes);
+        client->recv(&k, 1);
+      }
+      sink.join();
+    };
+    auto t0 = Clock::now();
+    transfer(1);
+    double one = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-7);
+    int reps = static_cast<int>(std::min(2000.0, std::max(3.0, 0.25 / one)));
+    t0 = Clock::now();
+    transfer(reps);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    results.push_back({"stream", bytes, "link", bytes * reps / s / 1e9, "GB/s"});
+  }
+  fprintf(stderr, "  raw TCP streams done\n");
+  return results;
+}
+
+std::string human(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 3) v /= 1024, ++u;
+  char s[32];
+  snprintf(s, sizeof s, "%g %s", v, units[u]);
+  return s;
+}
+
+const Result* find(const std::vector<Result>& rs, const std::string& op, uint64_t bytes,
+                   const std::string& mode) {
+  for (auto& r : rs)
+    if (r.op == op && r.bytes == bytes && r.mode == mode) return &r;
+  return nullptr;
+}
+
+std::string cell(const Result* r) {
+  if (!r) return "-";
+  char s[32];
+  if (r->unit == "launches/s")
+    snprintf(s, sizeof s, "%.0f/s", r->value);
+  else
+    snprintf(s, sizeof s, "%.3g %s", r->value, r->unit.c_str());
+  return s;
+}
+
+std::string ratio(const Result* a, const Result* b) {
+  if (!a || !b || b->value == 0) return "-";
+  char s[16];
+  snprintf(s, sizeof s, "%.2f", a->value / b->value);
+  return s;
+}
+
+bool write_json(const std::string& path, const std::vector<Result>& rs) {
+  std::ofstream out(path);
+  out << "[\n";
+  for (size_t i = 0; i < rs.size(); ++i)
+    out << "  {\"op\": \"" << rs[i].op << "\", \"bytes\": " << rs[i].bytes << ", \"mode\": \""
+        << rs[i].mode << "\", \"value\": " << rs[i].value << ", \"unit\": \"" << rs[i].unit
+        << "\"}" << (i + 1 < rs.size() ? "," : "") << "\n";
+  out << "]\n";
+  return out.good();
+}
+
+const char* kPlotScript = R"PY(
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = json.load(open(sys.argv[1]))
+fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+styles = {"native": "-", "rgpu": "--", "link": ":"}
+for ax, direction in zip(axes, ["h2d", "d2h"]):
+    for mode in ["native", "rgpu"]:
+        for mem in ["pinned", "pageable"]:
+            pts = sorted((r["bytes"], r["value"]) for r in rows
+                         if r["op"] == f"{direction}_{mem}" and r["mode"] == mode)
+            if pts:
+                ax.plot(*zip(*pts), styles[mode], marker="o", label=f"{mode} {mem}")
+    pts = sorted((r["bytes"], r["value"]) for r in rows if r["op"] == "stream" and r["mode"] == "link")
+    if pts:
+        ax.plot(*zip(*pts), styles["link"], marker="x", color="black", label="raw TCP stream")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes per copy")
+    ax.set_title({"h2d": "host to device", "d2h": "device to host"}[direction])
+    ax.grid(True, which="both", alpha=0.3)
+axes[0].set_ylabel("GB/s")
+axes[1].legend(loc="lower right", fontsize=8)
+fig.suptitle(sys.argv[3])
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+)PY";
+
+bool write_plot(const std::string& json, const std::string& png, const std::string& title) {
+  std::string script = "/tmp/rgpu-bench-plot-" + std::to_string(getpid()) + ".py";
+  std::ofstream(script) << kPlotScript;
+  std::string cmd = "python3 '" + script + "' '" + json + "' '" + png + "' '" + title + "'";
+  int rc = system(cmd.c_str());
+  unlink(script.c_str());
+  if (rc != 0)
+    fprintf(stderr, "rgpu bench: --plot needs python3 with matplotlib (apt-get install "
+                    "python3-matplotlib)\n");
+  return rc == 0;
+}
+
+void usage() {
+  fprintf(stderr,
+          "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png]\n"
+          "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
+          "  rate, and host<->device copy bandwidth (pinned and pageable, 4 B to --max-size,\n"
+          "  default 1GiB), natively (when this machine has a GPU), through rgpu (RGPU_SERVERS),\n"
+          "  and over the raw link (TCP on loopback, when the server is on this machine).\n");
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) {
+  uint64_t max_bytes = 1ull << 30;
+  std::string json, plot;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--json" || a == "--plot" || a == "--max-size") && i + 1 < argc) {
+      std::string v = argv[++i];
+      if (a == "--json") json = v;
+      if (a == "--plot") plot = v;
+      if (a == "--max-size") {
+        auto s = parse_size(v);
+        if (!s || *s < 4) {
+          usage();
+          return 2;
+        }
+        max_bytes = *s;
+      }
+    } else {
+      usage();
+      return 2;
+    }
+  }
+  std::string worker;
+  for (const char* rel : {"/../bench/rgpu-bench-worker", "/rgpu-bench-worker", "/../libexec/rgpu-bench-worker"}) {
+    std::string c = std::string(exe_dir) + rel;
+    if (access(c.c_str(), X_OK) == 0) {
+      worker = c;
+      break;
+    }
+  }
+  if (worker.empty()) {
+    fprintf(stderr, "rgpu bench: the measuring program rgpu-bench-worker is not installed\n");
+    return 1;
+  }
+  const char* servers = getenv("RGPU_SERVERS");
+  std::vector<std::string> errors;
+  auto devices = client::parse_servers(servers ? servers : "127.0.0.1:7766", errors);
+  std::vector<std::string> notes;
+  std::vector<Result> all;
+  std::string device_native, device_rgpu;
+
+  if (access("/dev/nvidiactl", F_OK) == 0) {
+    fprintf(stderr, "rgpu bench: native run (NVIDIA's libcudart)...\n");
+    const char* root = getenv("RGPU_CUDA_ROOT");
+    std::string native_lib = std::string(root ? root : "/usr/local/cuda") + "/lib64";
+    auto r = run_worker(worker, "native", {{"LD_LIBRARY_PATH", native_lib}}, max_bytes, device_native);
+    all.insert(all.end(), r.begin(), r.end());
+  } else {
+    notes.push_back("native: skipped, no GPU on this machine");
+  }
+  fprintf(stderr, "rgpu bench: through rgpu (%s)...\n", servers ? servers : "127.0.0.1:7766");
+  auto r = run_worker(worker, "rgpu", {{"LD_LIBRARY_PATH", lib_dir}}, max_bytes, device_rgpu);
+  all.insert(all.end(), r.begin(), r.end());
+  if (!devices.empty() && is_loopback_name(devices[0].host)) {
+    fprintf(stderr, "rgpu bench: raw link (TCP on loopback)...\n");
+    auto l = measure_link(max_bytes);
+    all.insert(all.end(), l.begin(), l.end());
+  } else {
+    notes.push_back("link: skipped, the server is not on this machine (the raw link is measured on loopback)");
+  }
+
+  // The table.
+  printf("\nrgpu bench — %s%s%s\n", device_rgpu.empty() ? "?" : device_rgpu.c_str(),
+         device_native.empty() ? "" : "; native: ", device_native.c_str());
+  printf("%-16s %10s %13s %13s %13s %11s %9s\n", "operation", "bytes", "native", "rgpu", "raw link",
+         "rgpu/native", "rgpu/link");
+  auto row = [&](const std::string& label, const std::string& op, uint64_t bytes,
+                 const std::string& link_op) {
+    const Result* n = find(all, op, bytes, "native");
+    const Result* g = find(all, op, bytes, "rgpu");
+    const Result* l = find(all, link_op, bytes, "link");
+    printf("%-16s %10s %13s %13s %13s %11s %9s\n", label.c_str(), bytes ? human(bytes).c_str() : "-",
+           cell(n).c_str(), cell(g).c_str(), cell(l).c_str(), ratio(g, n).c_str(),
+           ratio(g, l).c_str());
+  };
+  row("sync call", "sync_call", 0, "sync_call");
+  row("launch rate", "launch_rate", 0, "");
+  for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
+    for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
+  for (auto& n : notes) printf("note: %s\n", n.c_str());
+
+  // The targets (same run).
+  uint64_t big = 4;
+  while (big * 16 <= max_bytes) big *= 16;
+  printf("targets:\n");
+  for (const char* op : {"h2d_pinned", "d2h_pinned"}) {
+    const Result* g = find(all, op, big, "rgpu");
+    const Result* l = find(all, "stream", big, "link");
+    if (g && l)
+      printf("  %-11s %s: rgpu %.2f GB/s vs raw TCP %.2f GB/s = %.2f (target >= 0.90): %s\n", op,
+             human(big).c_str(), g->value, l->value, g->value / l->value,
+             g->value >= 0.9 * l->value ? "met" : "MISSED");
+  }
+  const Result* sc = find(all, "sync_call", 0, "rgpu");
+  const Result* rtt = find(all, "sync_call", 0, "link");
+  if (sc && rtt)
+    printf("  sync call: rgpu %.1f us vs raw round trip %.1f us + 5 us: %s\n", sc->value, rtt->value,
+           sc->value <= rtt->value + 5 ? "met" : "MISSED");
+  const Result* ln = find(all, "launch_rate", 0, "native");
+  const Result* lg = find(all, "launch_rate", 0, "rgpu");
+  if (ln && lg)
+    printf("  launch rate: rgpu %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", lg->value,
+           ln->value, lg->value / ln->value, lg->value >= 0.5 * ln->value ? "met" : "MISSED");
+
+  if (!json.empty() && !write_json(json, all)) {
+    fprintf(stderr, "rgpu bench: cannot write %s\n", json.c_str());
+    return 1;
+  }
+  if (!plot.empty()) {
+    std::string tmp = json.empty() ? plot + ".json" : json;
+    if (json.empty()) write_json(tmp, all);
+    bool ok = write_plot(tmp, plot, "rgpu bench: " + device_rgpu);
+    if (json.empty()) unlink(tmp.c_str());
+    if (!ok) return 1;
+  }
+  return find(all, "sync_call", 0, "rgpu") ? 0 : 1;
+}
+
+}  // namespace rgpu::cli
