@@ -90,45 +90,40 @@ class TcpConnection final : public Connection {
     }
   }
 
+  // Small reads (frame headers and bodies) are served from a buffer filled by one recv of
+  // whatever has arrived, so a header and its body cost one system call; large reads go straight
+  // into the caller's memory once the buffer is empty.
   void recv_all(const iovec* iov, int count) override {
-    std::vector<iovec> v(iov, iov + count);
-    size_t i = 0;
-    while (i < v.size()) {
-      if (v[i].iov_len == 0) {
-        ++i;
-        continue;
+    for (int k = 0; k < count; ++k) {
+      char* p = static_cast<char*>(iov[k].iov_base);
+      size_t left = iov[k].iov_len;
+      while (left) {
+        if (rpos_ < rend_) {
+          size_t n = std::min(left, rend_ - rpos_);
+          memcpy(p, rbuf_.data() + rpos_, n);
+          rpos_ += n, p += n, left -= n;
+        } else if (left >= kDirect) {
+          ssize_t n = ::recv(fd_, p, left, MSG_WAITALL);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) fail_recv(n, false);
+          p += n, left -= static_cast<size_t>(n);
+        } else if (!fill()) {
+          throw TransportError("connection to " + peer_ + " closed by peer", true);
+        }
       }
-      msghdr msg{};
-      msg.msg_iov = &v[i];
-      msg.msg_iovlen = std::min<size_t>(v.size() - i, IOV_MAX);
-      ssize_t n = ::recvmsg(fd_, &msg, MSG_WAITALL);
-      if (n == 0) throw TransportError("connection to " + peer_ + " closed by peer", true);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int e = errno;
-        throw TransportError("receive from " + peer_ + " failed: " + errno_text(e),
-                             e == ECONNRESET || e == ETIMEDOUT);
-      }
-      advance(v, i, static_cast<size_t>(n));
     }
   }
 
   bool recv_or_eof(void* buf, size_t len) override {
-    size_t got = 0;
-    while (got < len) {
-      ssize_t n = ::recv(fd_, static_cast<char*>(buf) + got, len - got, MSG_WAITALL);
-      if (n == 0) {
-        if (got == 0) return false;
-        throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
-      }
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int e = errno;
-        if (got == 0 && e == ECONNRESET) return false;
-        throw TransportError("receive from " + peer_ + " failed: " + errno_text(e),
-                             e == ECONNRESET || e == ETIMEDOUT);
-      }
-      got += static_cast<size_t>(n);
+    if (rpos_ == rend_ && len) {
+      if (!fill()) return false;
+    }
+    iovec v{buf, len};
+    try {
+      recv_all(&v, 1);
+    } catch (const TransportError& e) {
+      if (e.closed) throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
+      throw;
     }
     return true;
   }
@@ -138,6 +133,30 @@ class TcpConnection final : public Connection {
   int fd() const override { return fd_; }
 
  private:
+  static constexpr size_t kBuffer = 64 << 10, kDirect = 16 << 10;
+
+  // One recv of whatever has arrived (at least one byte); false at a clean end of stream.
+  bool fill() {
+    if (rbuf_.empty()) rbuf_.resize(kBuffer);
+    for (;;) {
+      ssize_t n = ::recv(fd_, rbuf_.data(), rbuf_.size(), 0);
+      if (n > 0) {
+        rpos_ = 0;
+        rend_ = static_cast<size_t>(n);
+        return true;
+      }
+      if (n == 0) return false;
+      if (errno == EINTR) continue;
+      if (errno == ECONNRESET) return false;
+      fail_recv(n, false);
+    }
+  }
+  [[noreturn]] void fail_recv(ssize_t n, bool /*unused*/) {
+    if (n == 0) throw TransportError("connection to " + peer_ + " closed by peer", true);
+    int e = errno;
+    throw TransportError("receive from " + peer_ + " failed: " + errno_text(e),
+                         e == ECONNRESET || e == ETIMEDOUT);
+  }
   static void advance(std::vector<iovec>& v, size_t& i, size_t n) {
     while (n > 0 && i < v.size()) {
       if (n >= v[i].iov_len) {
@@ -154,6 +173,8 @@ class TcpConnection final : public Connection {
 
   int fd_;
   std::string peer_;
+  std::vector<char> rbuf_;
+  size_t rpos_ = 0, rend_ = 0;
 };
 
 class TcpListener final : public Listener {
