@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "common/cuda_errors.h"
@@ -268,4 +269,70 @@ TEST(Integration, RgpuCliListsPingsAndRuns) {
   Result prog = run({RGPU_CLI_PATH, "run", "--", cuda_program("mem_info")}, env);
   EXPECT_EQ(prog.status, 0) << prog.err;
   EXPECT_NE(prog.out.find("free "), std::string::npos);
+}
+
+// The bulk pipeline under every chunk size and depth setting: odd sizes and offsets, 2-D copies,
+// asynchronous copies on several streams and threads.
+struct PipelineSetting {
+  const char* chunk;
+  const char* depth;
+};
+class Pipeline : public ::testing::TestWithParam<PipelineSetting> {};
+
+TEST_P(Pipeline, CopiesStayByteExact) {
+  Daemon d({"--chunk-size", GetParam().chunk, "--pipeline-depth", GetParam().depth, "--host-gpus",
+            "2", "--host-capacity", "1GiB"});
+  Env env = d.client_env();
+  expect_pass(run({cuda_program("memcpy_roundtrip")}, env), "memcpy_roundtrip");
+  expect_pass(run({cuda_program("async_streams")}, env), "async_streams");
+  env["RGPU_SERVERS"] = d.servers() + "/0," + d.servers() + "/1";
+  expect_pass(run({cuda_program("async_stress")}, env), "async_stress");
+  env["RGPU_EAGER_BYTES"] = "0";  // every host-to-device copy waits for the server
+  expect_pass(run({cuda_program("memcpy_roundtrip")}, env), "memcpy_roundtrip");
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Bulk, Pipeline,
+                         ::testing::Values(PipelineSetting{"4KiB", "1"},
+                                           PipelineSetting{"64KiB", "3"},
+                                           PipelineSetting{"1MiB", "2"},
+                                           PipelineSetting{"32MiB", "16"}),
+                         [](const ::testing::TestParamInfo<PipelineSetting>& i) {
+                           return std::string("chunk_") + i.param.chunk + "_depth_" + i.param.depth;
+                         });
+
+TEST(Bulk, AClientKilledInTheMiddleOfAGigabyteLeavesTheServerHealthy) {
+  Daemon d({"--host-capacity", "2GiB"});
+  uint64_t total = 0;
+  free_bytes(d, &total);
+  for (int round = 0; round < 3; ++round) {
+    Child c = spawn({cuda_program("big_transfer")}, d.client_env());
+    ASSERT_TRUE(c.wait_line("starting", 60));
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + round * 400));
+    c.kill_and_wait(SIGKILL);
+    bool released = false;
+    for (int i = 0; i < 100 && !released; ++i) {
+      released = free_bytes(d) == total;
+      if (!released) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(released) << "round " << round;
+    EXPECT_TRUE(d.alive());
+  }
+  expect_pass(run({cuda_program("memcpy_roundtrip")}, d.client_env()), "memcpy_roundtrip");
+}
+
+TEST(Bulk, BenchRunsAndWritesJson) {
+  Daemon d;
+  std::string json = "/tmp/rgpu-bench-test-" + std::to_string(getpid()) + ".json";
+  Env env = {{"RGPU_SERVERS", d.servers()}};
+  Result r = run({RGPU_CLI_PATH, "bench", "--max-size", "64KiB", "--json", json}, env, 300);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("sync call"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h2d_pinned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("native: skipped"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"mode\": \"rgpu\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"mode\": \"link\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"op\": \"d2h_pageable\", \"bytes\": 16384"), std::string::npos) << text;
+  unlink(json.c_str());
 }
