@@ -46,6 +46,7 @@ ServerLink::~ServerLink() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_all();
+    cb_cv_.notify_all();
   }
   if (callback_thread_.joinable()) callback_thread_.join();
 }
@@ -144,6 +145,7 @@ void ServerLink::fail_link(const std::string& why) {
   async_dst_.clear();
   callbacks_.clear();
   cv_.notify_all();
+  cb_cv_.notify_all();
   if (conn_) conn_->shutdown();
 }
 
@@ -191,17 +193,22 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   if (!sync) return err::Success;
   // A reply on a fast link comes within microseconds: spin briefly before sleeping, which saves
   // the receiver's wakeup of this thread from the round trip.
-  spin_until([&] { return p.done.load(std::memory_order_acquire); });
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return p.done.load(); });
+  // Once done is seen the receiver no longer touches `p`, and it wakes us only if we sleep.
+  if (!spin_until([&] { return p.done.load(std::memory_order_acquire); })) {
+    std::unique_lock<std::mutex> lock(mu_);
+    p.sleeping = true;
+    cv_.wait(lock, [&] { return p.done.load(); });
+  }
   if (p.result != err::Success) {
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
     return p.result;
   }
-  if (pending_ != err::Success) {
+  if (has_pending_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mu_);
     CudaError e = pending_;
     pending_ = err::Success;
-    return e;
+    has_pending_ = false;
+    if (e != err::Success) return e;
   }
   return err::Success;
 }
@@ -270,11 +277,15 @@ void ServerLink::receive_loop() {
           Reader tr(t, 4);
           e = tr.get<int32_t>();
         }
-        std::lock_guard<std::mutex> lock(mu_);
-        waiting_.erase(h.request_id);
-        p->result = e;
-        p->done = true;
-        cv_.notify_all();
+        bool wake;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          waiting_.erase(h.request_id);
+          p->result = e;
+          wake = p->sleeping;
+          p->done.store(true, std::memory_order_release);  // `p` may be gone after this
+        }
+        if (wake) cv_.notify_all();
         continue;
       }
       switch (static_cast<MsgId>(h.type)) {
@@ -284,6 +295,7 @@ void ServerLink::receive_loop() {
           LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
           std::lock_guard<std::mutex> lock(mu_);
           if (pending_ == err::Success) pending_ = m.error;
+          has_pending_ = true;
           async_dst_.erase(m.request_id);
           break;
         }
@@ -304,7 +316,7 @@ void ServerLink::receive_loop() {
           if (it == callbacks_.end()) throw ProtoError("a callback nobody queued");
           to_run_.emplace_back(m.id, std::move(it->second));
           callbacks_.erase(it);
-          cv_.notify_all();
+          cb_cv_.notify_one();
           break;
         }
         default:
@@ -357,7 +369,7 @@ void ServerLink::callback_loop() {
     std::pair<uint64_t, std::function<void()>> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return !to_run_.empty() || state_ != err::Success; });
+      cb_cv_.wait(lock, [&] { return !to_run_.empty() || state_ != err::Success; });
       if (to_run_.empty()) return;
       job = std::move(to_run_.front());
       to_run_.pop_front();

@@ -84,6 +84,7 @@ class ServerLink {
     uint64_t expect_in = 0;
     CudaError result = err::Success;
     std::string message;
+    bool sleeping = false;  // the caller gave up spinning (guarded by mu_)
     std::atomic<bool> done{false};
   };
   struct AsyncDst {
@@ -120,7 +121,9 @@ class ServerLink {
 
   // Shared with the receiver thread.
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;     // callers sleeping for a reply
+  std::condition_variable cb_cv_;  // the callback thread
+  std::atomic<bool> has_pending_{false};
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
   std::map<uint64_t, Pending*> waiting_;

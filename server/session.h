@@ -33,7 +33,8 @@ namespace rgpu::server {
 struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
-  size_t staging_bytes = 8u << 20;   // one page-locked buffer for device-to-host data
+  // Defaults chosen by measurement on an H200 (docs/benchmarks.md, scripts/gpu-tune.sh).
+  size_t staging_bytes = 2u << 20;   // one page-locked buffer for device-to-host data
   size_t staging_limit = 8;          // such buffers in flight before the dispatcher waits
   size_t payload_bytes = 2u << 20;   // one page-locked buffer of a request's payload
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
