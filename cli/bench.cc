@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/client.h"
 #include "client/config.h"
 #include "common/strings.h"
 #include "transport/tcp/tcp.h"
@@ -137,6 +138,23 @@ std::vector<Result> measure_link(uint64_t max_bytes) {
   }
   fprintf(stderr, "  raw TCP streams done\n");
   return results;
+}
+
+// rgpu's own round trip without GPU work (a Ping request), to split the synchronous call's time
+// into link, protocol and GPU.
+std::optional<Result> measure_ping() {
+  client::Client& c = client::Client::get();
+  CudaError e;
+  client::ServerLink* l = c.link(0, &e);
+  if (!l) return std::nullopt;
+  std::vector<double> us;
+  for (int i = 0; i < 5500; ++i) {
+    auto t0 = Clock::now();
+    if (l->call<proto::PingMsg>(proto::PingReq{}) != err::Success) return std::nullopt;
+    if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  return Result{"ping", 0, "rgpu", us[us.size() / 2], "us"};
 }
 
 std::string human(uint64_t b) {
@@ -290,6 +308,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   fprintf(stderr, "rgpu bench: through rgpu (%s)...\n", servers ? servers : "127.0.0.1:7766");
   auto r = run_worker(worker, "rgpu", {{"LD_LIBRARY_PATH", lib_dir}}, max_bytes, device_rgpu);
   all.insert(all.end(), r.begin(), r.end());
+  if (auto p = measure_ping()) all.push_back(*p);
   if (!devices.empty() && is_loopback_name(devices[0].host)) {
     fprintf(stderr, "rgpu bench: raw link (TCP on loopback)...\n");
     auto l = measure_link(max_bytes);
@@ -313,6 +332,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
            ratio(g, l).c_str());
   };
   row("sync call", "sync_call", 0, "sync_call");
+  row("ping (no GPU)", "ping", 0, "sync_call");
   row("launch rate", "launch_rate", 0, "");
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
