@@ -30,7 +30,8 @@ struct DeviceInfo {
   std::vector<std::pair<uint32_t, int32_t>> attrs;  // (cudaDeviceAttr number, value)
 };
 
-// A rectangle of bytes: `height` rows of `width` bytes, `pitch` bytes apart.  A 1-D copy is one row.
+// A rectangle of bytes: `height` rows of `width` bytes, `pitch` bytes apart.  A 1-D copy is one
+// row.
 struct Rect {
   uint64_t width = 0;
   uint64_t height = 1;

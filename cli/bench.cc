@@ -99,7 +99,8 @@ std::vector<Result> measure_link(uint64_t max_bytes) {
     auto t0 = Clock::now();
     client->send(b, 8);
     client->recv(b, 8);
-    if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (i >= 500)
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   results.push_back({"sync_call", 0, "link", us[us.size() / 2], "us"});
@@ -151,7 +152,8 @@ std::optional<Result> measure_ping() {
   for (int i = 0; i < 5500; ++i) {
     auto t0 = Clock::now();
     if (l->call<proto::PingMsg>(proto::PingReq{}) != err::Success) return std::nullopt;
-    if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (i >= 500)
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   return Result{"ping", 0, "rgpu", us[us.size() / 2], "us"};
@@ -196,8 +198,8 @@ bool write_json(const std::string& path, const std::vector<Result>& rs) {
   out << "[\n";
   for (size_t i = 0; i < rs.size(); ++i)
     out << "  {\"op\": \"" << rs[i].op << "\", \"bytes\": " << rs[i].bytes << ", \"mode\": \""
-        << rs[i].mode << "\", \"value\": " << rs[i].value << ", \"unit\": \"" << rs[i].unit
-        << "\"}" << (i + 1 < rs.size() ? "," : "") << "\n";
+        << rs[i].mode << "\", \"value\": " << rs[i].value << ", \"unit\": \"" << rs[i].unit << "\"}"
+        << (i + 1 < rs.size() ? "," : "") << "\n";
   out << "]\n";
   return out.good();
 }
@@ -239,8 +241,9 @@ bool write_plot(const std::string& json, const std::string& png, const std::stri
   int rc = system(cmd.c_str());
   unlink(script.c_str());
   if (rc != 0)
-    fprintf(stderr, "rgpu bench: --plot needs python3 with matplotlib (apt-get install "
-                    "python3-matplotlib)\n");
+    fprintf(stderr,
+            "rgpu bench: --plot needs python3 with matplotlib (apt-get install "
+            "python3-matplotlib)\n");
   return rc == 0;
 }
 
@@ -278,7 +281,8 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     }
   }
   std::string worker;
-  for (const char* rel : {"/../bench/rgpu-bench-worker", "/rgpu-bench-worker", "/../libexec/rgpu-bench-worker"}) {
+  for (const char* rel :
+       {"/../bench/rgpu-bench-worker", "/rgpu-bench-worker", "/../libexec/rgpu-bench-worker"}) {
     std::string c = std::string(exe_dir) + rel;
     if (access(c.c_str(), X_OK) == 0) {
       worker = c;
@@ -300,7 +304,8 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     fprintf(stderr, "rgpu bench: native run (NVIDIA's libcudart)...\n");
     const char* root = getenv("RGPU_CUDA_ROOT");
     std::string native_lib = std::string(root ? root : "/usr/local/cuda") + "/lib64";
-    auto r = run_worker(worker, "native", {{"LD_LIBRARY_PATH", native_lib}}, max_bytes, device_native);
+    auto r =
+        run_worker(worker, "native", {{"LD_LIBRARY_PATH", native_lib}}, max_bytes, device_native);
     all.insert(all.end(), r.begin(), r.end());
   } else {
     notes.push_back("native: skipped, no GPU on this machine");
@@ -314,7 +319,8 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     auto l = measure_link(max_bytes);
     all.insert(all.end(), l.begin(), l.end());
   } else {
-    notes.push_back("link: skipped, the server is not on this machine (the raw link is measured on loopback)");
+    notes.push_back(
+        "link: skipped, the server is not on this machine (the raw link is measured on loopback)");
   }
 
   // The table.
@@ -327,9 +333,9 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     const Result* n = find(all, op, bytes, "native");
     const Result* g = find(all, op, bytes, "rgpu");
     const Result* l = find(all, link_op, bytes, "link");
-    printf("%-16s %10s %13s %13s %13s %11s %9s\n", label.c_str(), bytes ? human(bytes).c_str() : "-",
-           cell(n).c_str(), cell(g).c_str(), cell(l).c_str(), ratio(g, n).c_str(),
-           ratio(g, l).c_str());
+    printf("%-16s %10s %13s %13s %13s %11s %9s\n", label.c_str(),
+           bytes ? human(bytes).c_str() : "-", cell(n).c_str(), cell(g).c_str(), cell(l).c_str(),
+           ratio(g, n).c_str(), ratio(g, l).c_str());
   };
   row("sync call", "sync_call", 0, "sync_call");
   row("ping (no GPU)", "ping", 0, "sync_call");
@@ -353,8 +359,8 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   const Result* sc = find(all, "sync_call", 0, "rgpu");
   const Result* rtt = find(all, "sync_call", 0, "link");
   if (sc && rtt)
-    printf("  sync call: rgpu %.1f us vs raw round trip %.1f us + 5 us: %s\n", sc->value, rtt->value,
-           sc->value <= rtt->value + 5 ? "met" : "MISSED");
+    printf("  sync call: rgpu %.1f us vs raw round trip %.1f us + 5 us: %s\n", sc->value,
+           rtt->value, sc->value <= rtt->value + 5 ? "met" : "MISSED");
   const Result* ln = find(all, "launch_rate", 0, "native");
   const Result* lg = find(all, "launch_rate", 0, "rgpu");
   if (ln && lg)

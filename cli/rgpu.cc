@@ -24,15 +24,16 @@ using namespace rgpu;
 namespace {
 
 void usage(FILE* out) {
-  fprintf(out,
-          "usage: rgpu run [--] PROGRAM [ARGS...]   run a CUDA program through rgpu\n"
-          "       rgpu ls                           list the devices of RGPU_SERVERS\n"
-          "       rgpu ping [-n COUNT]              time a synchronous call to each device's server\n"
-          "       rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png]\n"
-          "                                         native vs rgpu vs raw link, in one run\n"
-          "       rgpu --version\n"
-          "Environment: RGPU_SERVERS (default 127.0.0.1:%d), RGPU_TOKEN, RGPU_LOG\n",
-          7766);
+  fprintf(
+      out,
+      "usage: rgpu run [--] PROGRAM [ARGS...]   run a CUDA program through rgpu\n"
+      "       rgpu ls                           list the devices of RGPU_SERVERS\n"
+      "       rgpu ping [-n COUNT]              time a synchronous call to each device's server\n"
+      "       rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png]\n"
+      "                                         native vs rgpu vs raw link, in one run\n"
+      "       rgpu --version\n"
+      "Environment: RGPU_SERVERS (default 127.0.0.1:%d), RGPU_TOKEN, RGPU_LOG\n",
+      7766);
 }
 
 std::string lib_dir() {
@@ -121,8 +122,8 @@ int cmd_ping(int argc, char** argv) {
       continue;
     }
     std::sort(us.begin(), us.end());
-    printf("%d  %s  %zu calls  median %.1f us  p99 %.1f us  min %.1f us\n", d,
-           l->address().c_str(), us.size(), us[us.size() / 2], us[us.size() * 99 / 100], us[0]);
+    printf("%d  %s  %zu calls  median %.1f us  p99 %.1f us  min %.1f us\n", d, l->address().c_str(),
+           us.size(), us[us.size() / 2], us[us.size() * 99 / 100], us[0]);
   }
   return failed ? 1 : 0;
 }

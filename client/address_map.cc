@@ -41,9 +41,10 @@ void AddressMap::reserve_locked(uint64_t base, uint64_t size) {
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
       if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != cur) {
         if (p != MAP_FAILED) munmap(p, gap_end - cur);
-        LOG_WARN("device memory at 0x%llx overlaps this process's own memory; cudaMemcpyDefault "
-                 "treats the range as device memory",
-                 static_cast<unsigned long long>(cur));
+        LOG_WARN(
+            "device memory at 0x%llx overlaps this process's own memory; cudaMemcpyDefault "
+            "treats the range as device memory",
+            static_cast<unsigned long long>(cur));
       } else {
         reserved_[cur] = gap_end;
       }

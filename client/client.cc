@@ -189,8 +189,8 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
     case CopyKind::HostToHost: {
       if (d_dev || s_dev) return err::InvalidValue;
       for (size_t row = 0; row < height; ++row)
-        memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch,
-                width);
+        memmove(static_cast<char*>(dst) + row * dpitch,
+                static_cast<const char*>(src) + row * spitch, width);
       return err::Success;
     }
     case CopyKind::HostToDevice: {
@@ -243,8 +243,7 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
       ServerLink* l = link(ddev, &e);
       if (!l) return e;
       const uint32_t gpu = devices_[ddev].spec.gpu;
-      if (height == 1)
-        return l->call<MemcpyDtoDMsg>(MemcpyDtoDReq{gpu, u64(dst), u64(src), width});
+      if (height == 1) return l->call<MemcpyDtoDMsg>(MemcpyDtoDReq{gpu, u64(dst), u64(src), width});
       return l->call<Memcpy2DDtoDMsg>(
           Memcpy2DDtoDReq{gpu, u64(dst), dpitch, u64(src), spitch, width, height});
     }

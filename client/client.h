@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,7 +21,13 @@
 
 namespace rgpu::client {
 
-enum class CopyKind { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3, Default = 4 };
+enum class CopyKind {
+  HostToHost = 0,
+  HostToDevice = 1,
+  DeviceToHost = 2,
+  DeviceToDevice = 3,
+  Default = 4
+};
 
 struct DeviceInfo {
   std::string name;

@@ -49,9 +49,11 @@ Config load_config() {
   for (auto& e : errors) LOG_ERROR("%s", e.c_str());
   if (const char* t = getenv("RGPU_TOKEN"); t && *t) c.token = t;
   if (const char* e = getenv("RGPU_EAGER_BYTES"); e && *e) {
-    if (auto v = parse_size(e)) c.eager_bytes = *v;
-    else LOG_ERROR("RGPU_EAGER_BYTES=%s is not a size; using %llu", e,
-                   static_cast<unsigned long long>(c.eager_bytes));
+    if (auto v = parse_size(e))
+      c.eager_bytes = *v;
+    else
+      LOG_ERROR("RGPU_EAGER_BYTES=%s is not a size; using %llu", e,
+                static_cast<unsigned long long>(c.eager_bytes));
   }
   return c;
 }

@@ -25,7 +25,8 @@ struct Config {
   std::vector<DeviceSpec> devices;
   std::optional<std::string> token;
   // Host-to-device copies up to this size are eager: sent without waiting for a reply (the bytes
-  // are taken at the call, as CUDA stages them); larger ones wait for the server (RGPU_EAGER_BYTES).
+  // are taken at the call, as CUDA stages them); larger ones wait for the server
+  // (RGPU_EAGER_BYTES).
   uint64_t eager_bytes = 256 << 10;
 };
 

@@ -41,12 +41,13 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
   e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, m->functions, m->variables}, &rep);
   if (e == kSymbolNotFound) {
     iovec image{const_cast<uint8_t*>(m->image), m->size};
-    e = l->call<ModuleLoadMsg>(
-        ModuleLoadReq{gpu, m->hash, m->size, m->functions, m->variables}, &rep, &image, 1);
+    e = l->call<ModuleLoadMsg>(ModuleLoadReq{gpu, m->hash, m->size, m->functions, m->variables},
+                               &rep, &image, 1);
     LOG_INFO("module %s: sent %zu bytes to %s", hex(m->hash.data(), 8).c_str(), m->size,
              l->address().c_str());
   } else if (e == err::Success) {
-    LOG_INFO("module %s: found on %s by hash", hex(m->hash.data(), 8).c_str(), l->address().c_str());
+    LOG_INFO("module %s: found on %s by hash", hex(m->hash.data(), 8).c_str(),
+             l->address().c_str());
   }
   if (e != err::Success) return e;
   if (rep.kernels.size() != m->functions.size() || rep.variables.size() != m->variables.size())
@@ -83,7 +84,8 @@ CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq*
 
 CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
                          const Stream& stream) {
-  const int dev = stream.device;  const LoadedModule* lm = nullptr;
+  const int dev = stream.device;
+  const LoadedModule* lm = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
   if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;

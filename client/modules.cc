@@ -23,7 +23,8 @@ Module* Registry::add_module(const void* wrapper, std::string& error) {
 void Registry::add_function(Module* m, const void* host_fun, const char* name) {
   std::unique_lock lock(mu_);
   std::lock_guard<std::mutex> ml(m->mu);
-  auto f = std::make_unique<Function>(Function{m, static_cast<uint32_t>(m->functions.size()), name});
+  auto f =
+      std::make_unique<Function>(Function{m, static_cast<uint32_t>(m->functions.size()), name});
   m->functions.push_back(name);
   functions_[host_fun] = std::move(f);
 }

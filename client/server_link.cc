@@ -249,7 +249,8 @@ CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<voi
   return err::Success;
 }
 
-// ---- the receiver thread --------------------------------------------------------------------------
+// ---- the receiver thread
+// --------------------------------------------------------------------------
 
 void ServerLink::receive_loop() {
   std::vector<uint8_t> body;

@@ -60,7 +60,8 @@ CudaError Client::resolve_stream(uint64_t handle, bool per_thread_default, Strea
   return err::Success;
 }
 
-bool Client::stream_flags(uint64_t handle, bool per_thread_default, unsigned* flags, int* priority) {
+bool Client::stream_flags(uint64_t handle, bool per_thread_default, unsigned* flags,
+                          int* priority) {
   Stream s;
   if (resolve_stream(handle, per_thread_default, &s) != err::Success) return false;
   if (flags) *flags = s.flags;
@@ -309,8 +310,9 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   if (devices_[dst_dev].link != devices_[src_dev].link) {
     static std::once_flag once;
     std::call_once(once, [] {
-      LOG_ERROR("copies between GPUs of two different servers are not supported yet "
-                "(cudaErrorNotSupported)");
+      LOG_ERROR(
+          "copies between GPUs of two different servers are not supported yet "
+          "(cudaErrorNotSupported)");
     });
     return err::NotSupported;
   }

@@ -35,8 +35,19 @@ const char* cuda_error_string(CudaError e) {
 
 bool cuda_error_is_sticky(CudaError e) {
   switch (e) {
-    case 700: case 702: case 710: case 714: case 715: case 716: case 717: case 718: case 719:
-    case 721: case 226: case 810: case 911:
+    case 700:
+    case 702:
+    case 710:
+    case 714:
+    case 715:
+    case 716:
+    case 717:
+    case 718:
+    case 719:
+    case 721:
+    case 226:
+    case 810:
+    case 911:
       return true;
     default:
       return false;

@@ -34,7 +34,8 @@ const char* cuda_error_name(CudaError e);
 // "invalid argument"; nullptr for an unknown code.
 const char* cuda_error_string(CudaError e);
 
-// Errors after which a CUDA context is unusable and every later call fails (CUDA's "sticky" errors).
+// Errors after which a CUDA context is unusable and every later call fails (CUDA's "sticky"
+// errors).
 bool cuda_error_is_sticky(CudaError e);
 
 }  // namespace rgpu

@@ -30,14 +30,18 @@ State& state() {
   return *s;
 }
 
-
 const char* level_name(Level l) {
   switch (l) {
-    case Level::Error: return "error";
-    case Level::Warn: return "warning";
-    case Level::Notice: return nullptr;
-    case Level::Info: return "info";
-    case Level::Debug: return "debug";
+    case Level::Error:
+      return "error";
+    case Level::Warn:
+      return "warning";
+    case Level::Notice:
+      return nullptr;
+    case Level::Info:
+      return "info";
+    case Level::Debug:
+      return "debug";
   }
   return "";
 }

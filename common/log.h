@@ -16,10 +16,10 @@ void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3
 
 }  // namespace rgpu::log
 
-#define RGPU_LOG(level, ...)                                                   \
-  do {                                                                         \
-    if (::rgpu::log::enabled(::rgpu::log::Level::level))                       \
-      ::rgpu::log::write(::rgpu::log::Level::level, __VA_ARGS__);             \
+#define RGPU_LOG(level, ...)                                      \
+  do {                                                            \
+    if (::rgpu::log::enabled(::rgpu::log::Level::level))          \
+      ::rgpu::log::write(::rgpu::log::Level::level, __VA_ARGS__); \
   } while (0)
 #define LOG_ERROR(...) RGPU_LOG(Error, __VA_ARGS__)
 #define LOG_WARN(...) RGPU_LOG(Warn, __VA_ARGS__)

@@ -24,12 +24,18 @@ std::optional<uint64_t> parse_size(std::string_view s) {
   std::string unit(ptr, s.data() + s.size());
   for (auto& c : unit) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
   uint64_t mul = 1;
-  if (unit.empty() || unit == "b") mul = 1;
-  else if (unit == "k" || unit == "kib" || unit == "kb") mul = 1ull << 10;
-  else if (unit == "m" || unit == "mib" || unit == "mb") mul = 1ull << 20;
-  else if (unit == "g" || unit == "gib" || unit == "gb") mul = 1ull << 30;
-  else if (unit == "t" || unit == "tib" || unit == "tb") mul = 1ull << 40;
-  else return std::nullopt;
+  if (unit.empty() || unit == "b")
+    mul = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb")
+    mul = 1ull << 10;
+  else if (unit == "m" || unit == "mib" || unit == "mb")
+    mul = 1ull << 20;
+  else if (unit == "g" || unit == "gib" || unit == "gb")
+    mul = 1ull << 30;
+  else if (unit == "t" || unit == "tib" || unit == "tb")
+    mul = 1ull << 40;
+  else
+    return std::nullopt;
   if (value > UINT64_MAX / mul) return std::nullopt;
   return value * mul;
 }

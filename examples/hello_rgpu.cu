@@ -7,13 +7,13 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
+#define CHECK(x)                                                                                 \
+  do {                                                                                           \
+    cudaError_t e_ = (x);                                                                        \
+    if (e_ != cudaSuccess) {                                                                     \
       fprintf(stderr, "%s failed: %s (%s)\n", #x, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
-      return 1;                                                                    \
-    }                                                                              \
+      return 1;                                                                                  \
+    }                                                                                            \
   } while (0)
 
 int main() {

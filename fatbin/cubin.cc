@@ -19,7 +19,11 @@ constexpr uint32_t kShtNobits = 8;
 class Elf {
  public:
   Elf(const uint8_t* p, size_t n) : p_(p), n_(n) {
-    if (n < 64 || memcmp(p, "\x7f" "ELF", 4) != 0) throw FatbinError("cubin is not an ELF image");
+    if (n < 64 || memcmp(p,
+                         "\x7f"
+                         "ELF",
+                         4) != 0)
+      throw FatbinError("cubin is not an ELF image");
     if (p[4] != 2 || p[5] != 1) throw FatbinError("cubin is not a 64-bit little-endian ELF");
     if (u16(18) != kEmCuda) throw FatbinError("ELF image is not a CUDA cubin");
     shoff_ = u64(0x28);
@@ -55,7 +59,8 @@ class Elf {
   std::string string_at(uint32_t strtab, uint32_t off) const {
     uint64_t h = shoff_ + uint64_t(strtab) * shentsize_;
     uint64_t base = u64(h + 24), size = u64(h + 32);
-    if (base > n_ || size > n_ - base || off >= size) throw FatbinError("bad string offset in cubin");
+    if (base > n_ || size > n_ - base || off >= size)
+      throw FatbinError("bad string offset in cubin");
     const char* s = reinterpret_cast<const char*>(p_ + base + off);
     return std::string(s, strnlen(s, size - off));
   }

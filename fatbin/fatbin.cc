@@ -41,8 +41,9 @@ std::vector<uint8_t> decompress(const uint8_t* src, size_t n, uint64_t flags, ui
     out.resize(dst_len);
     return out;
   }
-  int r = LZ4_decompress_safe(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out.data()),
-                              static_cast<int>(n), static_cast<int>(out.size()));
+  int r =
+      LZ4_decompress_safe(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out.data()),
+                          static_cast<int>(n), static_cast<int>(out.size()));
   if (r < 0) throw FatbinError("lz4: corrupt block");
   out.resize(static_cast<size_t>(r));
   return out;
@@ -68,7 +69,8 @@ std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
     if (eh < 64 || eh > total - off || payload > total - off - eh)
       throw FatbinError("fatbin entry runs past the end of the fatbin");
     const uint8_t* data = e + eh;
-    if (kind == static_cast<uint16_t>(EntryKind::Ptx) || kind == static_cast<uint16_t>(EntryKind::Elf)) {
+    if (kind == static_cast<uint16_t>(EntryKind::Ptx) ||
+        kind == static_cast<uint16_t>(EntryKind::Elf)) {
       Entry entry;
       entry.kind = static_cast<EntryKind>(kind);
       entry.arch = arch;

@@ -23,7 +23,7 @@ enum class EntryKind : uint16_t { Ptx = 1, Elf = 2 };
 
 struct Entry {
   EntryKind kind = EntryKind::Elf;
-  uint32_t arch = 0;   // SM number (90 for sm_90 / compute_90)
+  uint32_t arch = 0;  // SM number (90 for sm_90 / compute_90)
   uint64_t flags = 0;
   std::vector<uint8_t> data;  // decompressed: an ELF image, or PTX text without trailing NULs
 };

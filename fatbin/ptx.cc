@@ -42,7 +42,8 @@ Param parse_param(const std::string& decl, uint32_t& cursor) {
   uint32_t elem = scalar_size(type);
   if (elem == 0) throw FatbinError("unrecognised PTX parameter: " + decl);
   size = elem;
-  if (bracket != std::string::npos) size = elem * static_cast<uint32_t>(atoi(decl.c_str() + bracket + 1));
+  if (bracket != std::string::npos)
+    size = elem * static_cast<uint32_t>(atoi(decl.c_str() + bracket + 1));
   if (align == 0) align = elem;
   cursor = (cursor + align - 1) / align * align;
   Param p{cursor, size};
@@ -60,9 +61,8 @@ std::map<std::string, KernelLayout> parse_ptx(const std::string& text) {
     if (pos >= text.size() || !isspace(static_cast<unsigned char>(text[pos]))) continue;
     size_t name_start = skip_space(text, pos);
     size_t name_end = name_start;
-    while (name_end < text.size() &&
-           (isalnum(static_cast<unsigned char>(text[name_end])) || text[name_end] == '_' ||
-            text[name_end] == '$'))
+    while (name_end < text.size() && (isalnum(static_cast<unsigned char>(text[name_end])) ||
+                                      text[name_end] == '_' || text[name_end] == '$'))
       ++name_end;
     std::string name = text.substr(name_start, name_end - name_start);
     if (name.empty()) continue;
@@ -78,7 +78,8 @@ std::map<std::string, KernelLayout> parse_ptx(const std::string& text) {
         size_t comma = list.find(',', start);
         if (comma == std::string::npos) comma = list.size();
         std::string decl = list.substr(start, comma - start);
-        if (decl.find(".param") != std::string::npos) layout.params.push_back(parse_param(decl, cursor));
+        if (decl.find(".param") != std::string::npos)
+          layout.params.push_back(parse_param(decl, cursor));
         start = comma + 1;
       }
       pos = close;

@@ -1,5 +1,5 @@
-// The wrapper nvcc registers and the size of the fatbin it points at: what the client library needs,
-// without the decompressors the full parser uses.
+// The wrapper nvcc registers and the size of the fatbin it points at: what the client library
+// needs, without the decompressors the full parser uses.
 #include <cstring>
 
 #include "fatbin/fatbin.h"

@@ -33,7 +33,8 @@ Mac auth_mac(const std::string& token, const Nonce& challenge) {
   crypto_hash_sha256(key, reinterpret_cast<const uint8_t*>(token.data()), token.size());
   crypto_auth_hmacsha256_state st;
   crypto_auth_hmacsha256_init(&st, key, sizeof key);
-  crypto_auth_hmacsha256_update(&st, reinterpret_cast<const uint8_t*>(kContext), sizeof kContext - 1);
+  crypto_auth_hmacsha256_update(&st, reinterpret_cast<const uint8_t*>(kContext),
+                                sizeof kContext - 1);
   crypto_auth_hmacsha256_update(&st, challenge.data(), challenge.size());
   Mac mac;
   crypto_auth_hmacsha256_final(&st, mac.data());

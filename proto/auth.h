@@ -1,6 +1,7 @@
-// Cryptography for the protocol: SHA-256 content hashes, and token authentication for the handshake: challenge-response with HMAC-SHA256 (libsodium).  The
-// token itself never crosses the wire; the server sends a fresh random 32-byte challenge per
-// connection and compares the client's MAC in constant time.
+// Cryptography for the protocol: SHA-256 content hashes, and token authentication for the
+// handshake: challenge-response with HMAC-SHA256 (libsodium).  The token itself never crosses the
+// wire; the server sends a fresh random 32-byte challenge per connection and compares the client's
+// MAC in constant time.
 #pragma once
 
 #include <array>

@@ -1,9 +1,9 @@
 // The rgpu message catalogue: every message's fields, declared once.
 //
 // A request type is <Name>Req and its reply <Name>Rep; the catalogue (catalogue.def) gives each its
-// id, whether it is synchronous (the client waits for the reply) or asynchronous (no reply unless it
-// fails: the failure comes back as an AsyncError and is reported at the next synchronizing call), and
-// whether a bulk payload follows the request (In) or the reply (Out).
+// id, whether it is synchronous (the client waits for the reply) or asynchronous (no reply unless
+// it fails: the failure comes back as an AsyncError and is reported at the next synchronizing
+// call), and whether a bulk payload follows the request (In) or the reply (Out).
 #pragma once
 
 #include <array>
@@ -25,9 +25,10 @@ struct Empty {
   RGPU_NO_FIELDS
 };
 
-// ---- session --------------------------------------------------------------------------------------
-// Hello's first two fields (magic, version) keep their place in every protocol version, so that a
-// server can name both versions when they differ.
+// ---- session
+// -------------------------------------------------------------------------------------- Hello's
+// first two fields (magic, version) keep their place in every protocol version, so that a server
+// can name both versions when they differ.
 struct HelloReq {
   uint32_t magic = kMagic;
   uint32_t version = kProtocolVersion;
@@ -64,7 +65,8 @@ struct AsyncErrorMsg {
   RGPU_FIELDS(request_id, msg_type, error, message)
 };
 
-// ---- devices --------------------------------------------------------------------------------------
+// ---- devices
+// --------------------------------------------------------------------------------------
 struct DeviceReq {
   uint32_t device = 0;  // GPU index on this server
   RGPU_FIELDS(device)
@@ -93,7 +95,8 @@ struct MemGetInfoRep {
   RGPU_FIELDS(free, total)
 };
 
-// ---- memory ---------------------------------------------------------------------------------------
+// ---- memory
+// ---------------------------------------------------------------------------------------
 struct MallocReq {
   uint32_t device = 0;
   uint64_t size = 0;
@@ -236,9 +239,10 @@ struct DeviceCanAccessPeerRep {
 using DeviceEnablePeerReq = PeerReq;
 using DeviceEnablePeerRep = Empty;
 
-// ---- streams, events, host callbacks -------------------------------------------------------------
-// Stream and event ids are chosen by the client (unique per connection, never 0), so creating one
-// needs no round trip.  Stream 0 is the GPU's legacy default stream.
+// ---- streams, events, host callbacks
+// ------------------------------------------------------------- Stream and event ids are chosen by
+// the client (unique per connection, never 0), so creating one needs no round trip.  Stream 0 is
+// the GPU's legacy default stream.
 struct StreamCreateReq {
   uint32_t device = 0;
   uint64_t id = 0;
@@ -320,10 +324,11 @@ struct RunCallbackMsg {
   RGPU_FIELDS(id)
 };
 
-// ---- modules and kernels -------------------------------------------------------------------------
-// A module is a fat binary named by its SHA-256.  ModuleLookup asks for one the server already has
-// (from this or an earlier session); ModuleLoad sends the image as payload.  Both resolve the
-// kernels and variables the client registered, in the client's order.
+// ---- modules and kernels
+// ------------------------------------------------------------------------- A module is a fat
+// binary named by its SHA-256.  ModuleLookup asks for one the server already has (from this or an
+// earlier session); ModuleLoad sends the image as payload.  Both resolve the kernels and variables
+// the client registered, in the client's order.
 using Hash = std::array<uint8_t, 32>;
 struct VarName {
   std::string name;
@@ -378,7 +383,7 @@ struct LaunchReq {
   uint32_t gx = 1, gy = 1, gz = 1;
   uint32_t bx = 1, by = 1, bz = 1;
   uint32_t shared_mem = 0;
-  uint64_t stream = 0;  // 0: the legacy default stream
+  uint64_t stream = 0;        // 0: the legacy default stream
   std::vector<uint8_t> args;  // the parameter buffer, packed by the kernel's layout
   RGPU_FIELDS(device, module, kernel, gx, gy, gz, bx, by, bz, shared_mem, stream, args)
 };
@@ -426,7 +431,8 @@ struct DeviceOutputMsg {
   RGPU_FIELDS(bytes)
 };
 
-// ---- the catalogue --------------------------------------------------------------------------------
+// ---- the catalogue
+// --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {
 #define RGPU_MSG(name, id, mode, payload) name = id,
 #include "proto/catalogue.def"

@@ -18,10 +18,10 @@
 namespace rgpu::proto {
 
 // Decoding limits.  A frame body larger than kMaxBody is refused before it is read.
-constexpr uint32_t kMaxBody = 4u << 20;       // 4 MiB of encoded fields per frame
-constexpr uint32_t kMaxString = 64u << 10;    // one string field
-constexpr uint32_t kMaxBlob = kMaxBody;       // one byte-blob field
-constexpr uint32_t kMaxCount = 1u << 16;      // elements of one array field
+constexpr uint32_t kMaxBody = 4u << 20;     // 4 MiB of encoded fields per frame
+constexpr uint32_t kMaxString = 64u << 10;  // one string field
+constexpr uint32_t kMaxBlob = kMaxBody;     // one byte-blob field
+constexpr uint32_t kMaxCount = 1u << 16;    // elements of one array field
 
 // Thrown for malformed input; the receiver closes that connection with the message logged.
 struct ProtoError : std::runtime_error {
@@ -80,17 +80,17 @@ class Reader {
 };
 
 // RGPU_FIELDS(a, b, c) inside a struct declares its wire fields, in order.
-#define RGPU_FIELDS(...)                                   \
-  template <class F>                                       \
-  void visit(F&& f) {                                      \
-    f(__VA_ARGS__);                                        \
-  }                                                        \
-  template <class F>                                       \
-  void visit(F&& f) const {                                \
-    f(__VA_ARGS__);                                        \
+#define RGPU_FIELDS(...)    \
+  template <class F>        \
+  void visit(F&& f) {       \
+    f(__VA_ARGS__);         \
+  }                         \
+  template <class F>        \
+  void visit(F&& f) const { \
+    f(__VA_ARGS__);         \
   }
-#define RGPU_NO_FIELDS                                     \
-  template <class F>                                       \
+#define RGPU_NO_FIELDS \
+  template <class F>   \
   void visit(F&&) const {}
 
 template <class T, class = void>
@@ -126,9 +126,12 @@ void decode_fields(Reader& r, T& msg) {
 // Minimum encoded size of one element, used to reject absurd counts before allocating.
 template <class T>
 constexpr size_t min_encoded_size() {
-  if constexpr (std::is_same_v<T, bool>) return 1;
-  else if constexpr (std::is_integral_v<T>) return sizeof(T);
-  else return 1;
+  if constexpr (std::is_same_v<T, bool>)
+    return 1;
+  else if constexpr (std::is_integral_v<T>)
+    return sizeof(T);
+  else
+    return 1;
 }
 
 template <class T>

@@ -119,7 +119,8 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
 
   Status status;
   const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
-  const uint64_t step = chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
+  const uint64_t step =
+      chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
   for (uint64_t a = 0; a < total; a += step) {
     uint64_t b = std::min(total, a + step);
     char* buf = pool_.acquire(true);
@@ -183,8 +184,8 @@ Status Session::read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uin
     Status s = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
       return exec_.copy_to_host_async(d, buf + hoff, width, src + soff, spitch, r, stream);
     });
-    auto* dl = new Delivery{&outbox_, &pool_, current_->header.request_id, a, b == total, buf,
-                            b - a};
+    auto* dl =
+        new Delivery{&outbox_, &pool_, current_->header.request_id, a, b == total, buf, b - a};
     if (s.ok()) s = exec_.host_func(d, stream, deliver, dl);
     if (!s.ok()) {
       exec_.stream_synchronize(d, stream);
@@ -196,7 +197,8 @@ Status Session::read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uin
   return Status::success();
 }
 
-// ---- handlers -------------------------------------------------------------------------------------
+// ---- handlers
+// -------------------------------------------------------------------------------------
 
 Status Session::on(MemcpyHtoDMsg, const MemcpyHtoDReq& q, Empty&) {
   if (Status s = check_range(q.device, q.dst, q.size, q.size, 1); !s.ok()) return s;

@@ -101,7 +101,8 @@ int run_daemon(const DaemonConfig& cfg) {
       LOG_ERROR("%s", error.c_str());
       return 2;
     }
-    LOG_NOTICE("host backend: %zu kernel(s) from %s", host_kernels.size(), cfg.host_kernels.c_str());
+    LOG_NOTICE("host backend: %zu kernel(s) from %s", host_kernels.size(),
+               cfg.host_kernels.c_str());
   }
   ModuleCache cache(cfg.module_cache == "none" ? ""
                     : cfg.module_cache.empty() ? default_module_cache_dir()
@@ -125,9 +126,10 @@ int run_daemon(const DaemonConfig& cfg) {
     return 1;
   }
   if (!listener->is_loopback() && !token) {
-    LOG_ERROR("refusing to listen on %s without authentication: give --token-file (clients set "
-              "RGPU_TOKEN), or listen on loopback",
-              listener->address().c_str());
+    LOG_ERROR(
+        "refusing to listen on %s without authentication: give --token-file (clients set "
+        "RGPU_TOKEN), or listen on loopback",
+        listener->address().c_str());
     return 2;
   }
   if (!cfg.port_file.empty()) {
@@ -136,7 +138,7 @@ int run_daemon(const DaemonConfig& cfg) {
     rename(tmp.c_str(), cfg.port_file.c_str());
   }
   LOG_NOTICE("listening on %s (backend %s%s)", listener->address().c_str(),
-           use_cuda ? "cuda" : "host", token ? ", token required" : "");
+             use_cuda ? "cuda" : "host", token ? ", token required" : "");
 
   struct sigaction sa {};
   sa.sa_handler = on_stop;
@@ -192,7 +194,8 @@ int run_daemon(const DaemonConfig& cfg) {
     }
     {
       OutputCapture output;
-      if (!output.start()) LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
+      if (!output.start())
+        LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
       SessionConfig sc{token, info};
       if (cfg.chunk_bytes) sc.staging_bytes = sc.payload_bytes = cfg.chunk_bytes;
       if (cfg.pipeline_depth) sc.staging_limit = cfg.pipeline_depth;

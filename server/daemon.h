@@ -20,7 +20,7 @@ struct DaemonConfig {
   std::string host_kernels;             // host backend: plugin of host kernel implementations
   std::string module_cache;             // fat binaries by hash; "" = default, "none" = off
   size_t chunk_bytes = 0;               // bulk pipeline: bytes per chunk (0: SessionConfig's)
-  size_t pipeline_depth = 0;            // bulk pipeline: device-to-host chunks in flight (0: default)
+  size_t pipeline_depth = 0;  // bulk pipeline: device-to-host chunks in flight (0: default)
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

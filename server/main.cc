@@ -62,9 +62,12 @@ int main(int argc, char** argv) {
       cfg.listen_port = hp->port;
     } else if (a == "--backend") {
       std::string b = value();
-      if (b == "cuda") cfg.backend = rgpu::server::BackendKind::Cuda;
-      else if (b == "host") cfg.backend = rgpu::server::BackendKind::Host;
-      else if (b == "auto") cfg.backend = rgpu::server::BackendKind::Auto;
+      if (b == "cuda")
+        cfg.backend = rgpu::server::BackendKind::Cuda;
+      else if (b == "host")
+        cfg.backend = rgpu::server::BackendKind::Host;
+      else if (b == "auto")
+        cfg.backend = rgpu::server::BackendKind::Auto;
       else {
         fprintf(stderr, "rgpud: --backend must be cuda, host or auto\n");
         return 2;

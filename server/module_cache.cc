@@ -59,7 +59,8 @@ Image ModuleCache::get(const std::array<uint8_t, 32>& hash) const {
   return image;
 }
 
-void ModuleCache::put(const std::array<uint8_t, 32>& hash, const std::vector<uint8_t>& image) const {
+void ModuleCache::put(const std::array<uint8_t, 32>& hash,
+                      const std::vector<uint8_t>& image) const {
   if (dir_.empty()) return;
   std::string final_path = path(hash);
   std::string tmp = final_path + ".tmp" + std::to_string(getpid());

@@ -22,7 +22,8 @@ constexpr CudaError kInvalidDeviceFunction = 98;
 std::string describe_layout(const fatbin::KernelLayout& l) {
   std::string s = "(";
   for (size_t i = 0; i < l.params.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(l.params[i].offset) + ":" + std::to_string(l.params[i].size);
+    s += (i ? ", " : "") + std::to_string(l.params[i].offset) + ":" +
+         std::to_string(l.params[i].size);
   return s + ")";
 }
 
@@ -89,7 +90,8 @@ Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& imag
     try {
       m.info = fatbin::describe(image->data(), image->size());
     } catch (const fatbin::FatbinError& e) {
-      return Status::fail(kInvalidKernelImage, std::string("cannot parse the fat binary: ") + e.what());
+      return Status::fail(kInvalidKernelImage,
+                          std::string("cannot parse the fat binary: ") + e.what());
     }
     if (Status s = exec_.module_load(d, image->data(), image->size(), m.info, m.handle); !s.ok())
       return s;
@@ -110,9 +112,9 @@ Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& imag
       auto parsed = m.info.kernels.find(name);
       if (driver && parsed != m.info.kernels.end() && *driver != parsed->second)
         return Status::fail(kInvalidKernelImage,
-                            "parameter layout of kernel " + name + " differs: the fat binary says " +
-                                describe_layout(parsed->second) + ", the driver says " +
-                                describe_layout(*driver));
+                            "parameter layout of kernel " + name +
+                                " differs: the fat binary says " + describe_layout(parsed->second) +
+                                ", the driver says " + describe_layout(*driver));
       if (driver || parsed != m.info.kernels.end()) {
         m.kernels[i] = k;
         m.layouts[i] = driver ? *driver : parsed->second;
@@ -157,8 +159,8 @@ Status Session::on(LaunchMsg, const LaunchReq& q, Empty&) {
   dims.block[0] = q.bx, dims.block[1] = q.by, dims.block[2] = q.bz;
   dims.shared_mem = q.shared_mem;
   launched_ = true;
-  return exec_.launch(static_cast<int>(q.device), kernel, dims, q.args.data(), q.args.size(), layout,
-                      stream);
+  return exec_.launch(static_cast<int>(q.device), kernel, dims, q.args.data(), q.args.size(),
+                      layout, stream);
 }
 
 Status Session::on(FuncGetAttributesMsg, const FuncReq& q, FuncGetAttributesRep& rep) {

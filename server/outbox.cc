@@ -12,7 +12,9 @@ Outbox::Outbox(transport::Connection& conn) : conn_(conn) {}
 
 Outbox::~Outbox() { stop(); }
 
-void Outbox::start() { writer_ = std::thread([this] { run(); }); }
+void Outbox::start() {
+  writer_ = std::thread([this] { run(); });
+}
 
 void Outbox::push(OutItem item) {
   size_t bytes = item.head.size();

@@ -21,10 +21,10 @@
 namespace rgpu::server {
 
 struct OutItem {
-  std::vector<uint8_t> head;           // encoded frame header + body
-  std::vector<iovec> payload;          // bytes that follow (may point into pooled buffers)
-  std::optional<int32_t> trailer;      // trailing status after the payload
-  std::function<void()> release;       // called once the bytes are gone (or dropped)
+  std::vector<uint8_t> head;       // encoded frame header + body
+  std::vector<iovec> payload;      // bytes that follow (may point into pooled buffers)
+  std::optional<int32_t> trailer;  // trailing status after the payload
+  std::function<void()> release;   // called once the bytes are gone (or dropped)
 };
 
 class Outbox {

@@ -137,7 +137,8 @@ bool Session::handshake() {
   return true;
 }
 
-// ---- reader ---------------------------------------------------------------------------------------
+// ---- reader
+// ---------------------------------------------------------------------------------------
 
 void Session::read_loop() {
   try {
@@ -212,7 +213,8 @@ void Session::read_loop() {
   conn_.shutdown();
 }
 
-// ---- dispatcher -----------------------------------------------------------------------------------
+// ---- dispatcher
+// -----------------------------------------------------------------------------------
 
 void Session::dispatch_loop() {
   for (;;) {
@@ -309,7 +311,8 @@ void Session::push_async_error(uint64_t request_id, uint16_t type, const Status&
   push_frame(static_cast<uint16_t>(MsgId::AsyncError), 0, request_id, encode_message(m));
 }
 
-// ---- checks ---------------------------------------------------------------------------------------
+// ---- checks
+// ---------------------------------------------------------------------------------------
 
 Status Session::check_device(uint32_t dev) const {
   if (dev >= allocs_.size()) return Status::fail(err::InvalidDevice, "no such GPU on this server");
@@ -319,7 +322,8 @@ Status Session::check_device(uint32_t dev) const {
 Status Session::check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t width,
                             uint64_t height) const {
   if (Status s = check_device(dev); !s.ok()) return s;
-  if (height > 1 && width > pitch) return Status::fail(err::InvalidPitchValue, "width exceeds pitch");
+  if (height > 1 && width > pitch)
+    return Status::fail(err::InvalidPitchValue, "width exceeds pitch");
   if (width == 0 || height == 0) return Status::success();
   if (height > 1 && pitch > (UINT64_MAX - width) / (height - 1)) return invalid("pitch overflow");
   uint64_t extent = (height - 1) * pitch + width;
@@ -328,14 +332,17 @@ Status Session::check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t
   return Status::success();
 }
 
-// ---- handlers -------------------------------------------------------------------------------------
+// ---- handlers
+// -------------------------------------------------------------------------------------
 
 Status Session::on(PingMsg, const PingReq&, PingRep&) { return Status::success(); }
 
 Status Session::on(HelloMsg, const HelloReq&, HelloRep&) {
   throw ProtoError("Hello after the handshake");
 }
-Status Session::on(AuthMsg, const AuthReq&, Empty&) { throw ProtoError("Auth after the handshake"); }
+Status Session::on(AuthMsg, const AuthReq&, Empty&) {
+  throw ProtoError("Auth after the handshake");
+}
 Status Session::on(CallbackDoneMsg, const CallbackDoneReq&, Empty&) {
   throw ProtoError("CallbackDone reached the dispatcher");
 }
@@ -385,7 +392,8 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
 
 Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  if (!allocs_[q.device].is_base(q.ptr)) return invalid("free of a pointer that is not an allocation");
+  if (!allocs_[q.device].is_base(q.ptr))
+    return invalid("free of a pointer that is not an allocation");
   allocs_[q.device].remove(q.ptr);
   return exec_.mem_free(static_cast<int>(q.device), q.ptr);
 }

@@ -24,8 +24,8 @@
 #include "server/buffer_pool.h"
 #include "server/module_cache.h"
 #include "server/outbox.h"
-#include "server/payload.h"
 #include "server/output_capture.h"
+#include "server/payload.h"
 #include "transport/connection.h"
 
 namespace rgpu::server {
@@ -34,9 +34,9 @@ struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
   // Defaults chosen by measurement on an H200 (docs/benchmarks.md, scripts/gpu-tune.sh).
-  size_t staging_bytes = 2u << 20;   // one page-locked buffer for device-to-host data
-  size_t staging_limit = 8;          // such buffers in flight before the dispatcher waits
-  size_t payload_bytes = 2u << 20;   // one page-locked buffer of a request's payload
+  size_t staging_bytes = 2u << 20;            // one page-locked buffer for device-to-host data
+  size_t staging_limit = 8;                   // such buffers in flight before the dispatcher waits
+  size_t payload_bytes = 2u << 20;            // one page-locked buffer of a request's payload
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
 };

@@ -125,7 +125,8 @@ Status Session::on(EventElapsedMsg, const EventElapsedReq& q, EventElapsedRep& r
   return s;
 }
 
-// ---- host callbacks -------------------------------------------------------------------------------
+// ---- host callbacks
+// -------------------------------------------------------------------------------
 
 Status Session::on(HostFuncMsg, const HostFuncReq& q, Empty&) {
   uint64_t h = 0;

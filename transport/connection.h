@@ -45,7 +45,8 @@ class Connection {
 class Listener {
  public:
   virtual ~Listener() = default;
-  // Blocks for the next connection; nullptr when interrupted (EINTR) so the caller can look at signals.
+  // Blocks for the next connection; nullptr when interrupted (EINTR) so the caller can look at
+  // signals.
   virtual std::unique_ptr<Connection> accept() = 0;
   virtual int fd() const = 0;
   virtual uint16_t port() const = 0;

@@ -8,14 +8,15 @@ bool CudaDriver::load(std::string& error) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = dlerror();
-    error = std::string("no NVIDIA driver on this machine (libcuda.so.1: ") + (why ? why : "?") + ")";
+    error =
+        std::string("no NVIDIA driver on this machine (libcuda.so.1: ") + (why ? why : "?") + ")";
     return false;
   }
-#define RGPU_LOAD(name, type)                                                       \
-  name = reinterpret_cast<name##_fn>(dlsym(lib, #name));                              \
-  if (!name) {                                                                      \
-    error = "the NVIDIA driver is too old: libcuda.so.1 lacks " #name;              \
-    return false;                                                                   \
+#define RGPU_LOAD(name, type)                                          \
+  name = reinterpret_cast<name##_fn>(dlsym(lib, #name));               \
+  if (!name) {                                                         \
+    error = "the NVIDIA driver is too old: libcuda.so.1 lacks " #name; \
+    return false;                                                      \
   }
   RGPU_CU_FUNCS(RGPU_LOAD)
 #undef RGPU_LOAD

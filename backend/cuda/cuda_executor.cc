@@ -249,8 +249,8 @@ class CudaExecutor final : public Executor {
                     std::optional<fatbin::KernelLayout>& driver_layout) override {
     if (Status s = use(dev); !s.ok()) return s;
     CUkernel k = nullptr;
-    if (Status s = check(drv_.cuLibraryGetKernel(&k, reinterpret_cast<CUlibrary>(module),
-                                                 name.c_str()));
+    if (Status s =
+            check(drv_.cuLibraryGetKernel(&k, reinterpret_cast<CUlibrary>(module), name.c_str()));
         !s.ok())
       return s;
     kernel = reinterpret_cast<uint64_t>(k);
@@ -269,8 +269,8 @@ class CudaExecutor final : public Executor {
     if (Status s = use(dev); !s.ok()) return s;
     CUdeviceptr p = 0;
     size_t bytes = 0;
-    Status s = check(drv_.cuLibraryGetGlobal(&p, &bytes, reinterpret_cast<CUlibrary>(module),
-                                             name.c_str()));
+    Status s = check(
+        drv_.cuLibraryGetGlobal(&p, &bytes, reinterpret_cast<CUlibrary>(module), name.c_str()));
     addr = p;
     size = bytes;
     return s;
@@ -315,8 +315,8 @@ class CudaExecutor final : public Executor {
     if (Status s = check(drv_.cuKernelGetFunction(&f, reinterpret_cast<CUkernel>(kernel))); !s.ok())
       return s;
     int n = 0;
-    Status s = check(
-        drv_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, f, block_size, dynamic_smem, flags));
+    Status s = check(drv_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        &n, f, block_size, dynamic_smem, flags));
     blocks = n;
     return s;
   }

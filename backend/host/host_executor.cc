@@ -1,18 +1,18 @@
 #include "backend/host/host_executor.h"
 
-#include "backend/host/host_streams.h"
-
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <functional>
 #include <map>
+
+#include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
 namespace {
@@ -25,16 +25,17 @@ uint64_t page_round(uint64_t n) {
 // Attribute values the host double reports: those of a mid-size Hopper-class part, so programs that
 // size their work from properties behave sensibly.  Compute capability 9.0.
 const std::pair<uint32_t, int32_t> kAttrs[] = {
-    {1, 1024},  {2, 1024},     {3, 1024},   {4, 64},    {5, 2147483647}, {6, 65535},
-    {7, 65535}, {8, 49152},    {9, 65536},  {10, 32},   {11, 2147483647}, {12, 65536},
-    {13, 1980000}, {14, 512},  {15, 1},     {16, 132},  {17, 0},  {18, 0},   {19, 1},
-    {20, 0},    {30, 512},     {31, 1},     {32, 0},    {33, 0},  {34, 0},   {35, 0},
-    {36, 2619000}, {37, 5120}, {38, 52428800}, {39, 2048}, {40, 3}, {41, 1}, {50, 0},
-    {51, 32},   {75, 9},       {76, 0},     {78, 1},    {79, 1},  {80, 1},   {81, 233472},
-    {82, 65536}, {83, 1},      {84, 0},     {85, 0},    {86, 0},  {88, 0},   {89, 1},
-    {90, 1},    {91, 0},       {95, 1},     {97, 232448}, {99, 1}, {106, 32}, {108, 0},
-    {109, 134213632}, {111, 1024}, {115, 1}, {120, 1}, {125, 1}, {126, 4}, {130, 0}, {131, -1},
-    {133, 0},   {134, -1},
+    {1, 1024},        {2, 1024},   {3, 1024},     {4, 64},      {5, 2147483647},  {6, 65535},
+    {7, 65535},       {8, 49152},  {9, 65536},    {10, 32},     {11, 2147483647}, {12, 65536},
+    {13, 1980000},    {14, 512},   {15, 1},       {16, 132},    {17, 0},          {18, 0},
+    {19, 1},          {20, 0},     {30, 512},     {31, 1},      {32, 0},          {33, 0},
+    {34, 0},          {35, 0},     {36, 2619000}, {37, 5120},   {38, 52428800},   {39, 2048},
+    {40, 3},          {41, 1},     {50, 0},       {51, 32},     {75, 9},          {76, 0},
+    {78, 1},          {79, 1},     {80, 1},       {81, 233472}, {82, 65536},      {83, 1},
+    {84, 0},          {85, 0},     {86, 0},       {88, 0},      {89, 1},          {90, 1},
+    {91, 0},          {95, 1},     {97, 232448},  {99, 1},      {106, 32},        {108, 0},
+    {109, 134213632}, {111, 1024}, {115, 1},      {120, 1},     {125, 1},         {126, 4},
+    {130, 0},         {131, -1},   {133, 0},      {134, -1},
 };
 
 // Values cudaFuncGetAttributes reports for a host-implemented kernel (CUfunction_attribute 0..15).
@@ -46,7 +47,8 @@ class HostExecutor final : public Executor {
       : ledgers_(std::move(ledgers)), plugin_(kernels) {
     for (HostLedger* l : ledgers_) slots_.push_back(l->claim(getpid()));
     allocs_.resize(ledgers_.size());
-    for (size_t i = 0; i < ledgers_.size(); ++i) streams_.push_back(std::make_unique<HostStreams>());
+    for (size_t i = 0; i < ledgers_.size(); ++i)
+      streams_.push_back(std::make_unique<HostStreams>());
   }
   ~HostExecutor() override {
     streams_.clear();  // finishes queued work first
@@ -98,17 +100,22 @@ class HostExecutor final : public Executor {
   // ---- copies (host memory stands in for device memory) ----
   Status copy_to_device(int dev, uint64_t dst, uint64_t dpitch, const void* src, uint64_t spitch,
                         Rect r) override {
-    streams_[dev]->submit(0, [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); })->wait();
+    streams_[dev]
+        ->submit(0, [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); })
+        ->wait();
     return Status::success();
   }
   Status copy_to_host(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                       Rect r) override {
-    streams_[dev]->submit(0, [=] { copy2d(dst, dpitch, reinterpret_cast<const void*>(src), spitch, r); })->wait();
+    streams_[dev]
+        ->submit(0, [=] { copy2d(dst, dpitch, reinterpret_cast<const void*>(src), spitch, r); })
+        ->wait();
     return Status::success();
   }
   Status copy_to_device_async(int dev, uint64_t dst, uint64_t dpitch, const void* src,
                               uint64_t spitch, Rect r, uint64_t stream) override {
-    return submit(dev, stream, [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); });
+    return submit(dev, stream,
+                  [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); });
   }
   Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                             Rect r, uint64_t stream) override {
@@ -240,7 +247,8 @@ class HostExecutor final : public Executor {
       m->base = reinterpret_cast<uint64_t>(p);
       uint64_t off = 0;
       for (auto& [name, var] : info.globals) {
-        if (!var.init.empty()) memcpy(static_cast<char*>(p) + off, var.init.data(), var.init.size());
+        if (!var.init.empty())
+          memcpy(static_cast<char*>(p) + off, var.init.data(), var.init.size());
         m->globals[name] = {m->base + off, var.size};
         off += (var.size + 255) / 256 * 256;
       }
@@ -250,7 +258,8 @@ class HostExecutor final : public Executor {
     return Status::success();
   }
   Status module_unload(int, uint64_t module) override {
-    if (module == 0 || module > modules_.size()) return Status::fail(err::InvalidValue, "no such module");
+    if (module == 0 || module > modules_.size())
+      return Status::fail(err::InvalidValue, "no such module");
     modules_[module - 1].reset();  // kernels queued on streams keep their module alive
     return Status::success();
   }
@@ -311,7 +320,8 @@ class HostExecutor final : public Executor {
   }
   Status func_set_attribute(int, uint64_t, int32_t, int32_t) override { return Status::success(); }
   Status func_set_cache_config(int, uint64_t, int32_t) override { return Status::success(); }
-  Status occupancy(int, uint64_t, int32_t block_size, uint64_t, uint32_t, int32_t& blocks) override {
+  Status occupancy(int, uint64_t, int32_t block_size, uint64_t, uint32_t,
+                   int32_t& blocks) override {
     if (block_size <= 0) return Status::fail(err::InvalidValue, "block size must be positive");
     blocks = std::min(32, 2048 / block_size);
     return Status::success();

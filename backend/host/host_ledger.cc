@@ -7,8 +7,8 @@
 namespace rgpu::backend {
 
 HostLedger* HostLedger::create(uint64_t capacity) {
-  void* p = mmap(nullptr, sizeof(HostLedger), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                 -1, 0);
+  void* p =
+      mmap(nullptr, sizeof(HostLedger), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   auto* l = new (p) HostLedger();
   l->capacity_ = capacity;

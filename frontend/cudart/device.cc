@@ -147,9 +147,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) {
-  return ret(core().synchronize(core().current_device()));
-}
+cudaError_t cudaDeviceSynchronize(void) { return ret(core().synchronize(core().current_device())); }
 
 cudaError_t cudaDeviceReset(void) { return ret(core().reset(core().current_device())); }
 

@@ -57,9 +57,10 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
     if (!neutral) {
       static std::once_flag once;
       std::call_once(once, [&] {
-        LOG_ERROR("cudaLaunchKernelExC: launch attribute %d is not supported by rgpu yet "
-                  "(cudaErrorNotSupported)",
-                  static_cast<int>(a.id));
+        LOG_ERROR(
+            "cudaLaunchKernelExC: launch attribute %d is not supported by rgpu yet "
+            "(cudaErrorNotSupported)",
+            static_cast<int>(a.id));
       });
       return ret(err::NotSupported);
     }
@@ -97,7 +98,8 @@ cudaError_t symbol_copy(void* dst, const void* src, size_t count, cudaMemcpyKind
 cudaError_t to_symbol(const void* symbol, const void* src, size_t count, size_t offset,
                       cudaMemcpyKind kind, cudaStream_t stream = nullptr, bool async = false,
                       bool per_thread = false) {
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return ret(err::InvalidMemcpyDirection);
   uint64_t addr = 0;
   if (cudaError_t e = symbol_range(symbol, count, offset, &addr); e != cudaSuccess) return e;
@@ -107,7 +109,8 @@ cudaError_t to_symbol(const void* symbol, const void* src, size_t count, size_t 
 cudaError_t from_symbol(void* dst, const void* symbol, size_t count, size_t offset,
                         cudaMemcpyKind kind, cudaStream_t stream = nullptr, bool async = false,
                         bool per_thread = false) {
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return ret(err::InvalidMemcpyDirection);
   uint64_t addr = 0;
   if (cudaError_t e = symbol_range(symbol, count, offset, &addr); e != cudaSuccess) return e;
@@ -146,14 +149,16 @@ RGPU_EXPORT void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAdd
                                    const char* /*deviceName*/, int /*ext*/, size_t size,
                                    int /*constant*/, int /*global*/) {
   auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
-  if (m && hostVar && deviceAddress) core().registry().add_variable(m, hostVar, deviceAddress, size);
+  if (m && hostVar && deviceAddress)
+    core().registry().add_variable(m, hostVar, deviceAddress, size);
 }
 
 RGPU_EXPORT void __cudaRegisterManagedVar(void** /*handle*/, void** /*hostVarPtrAddress*/,
                                           char* deviceAddress, const char*, int, size_t, int, int) {
-  LOG_ERROR("__managed__ variable %s: managed memory is not supported by rgpu; the program will "
-            "fail when it touches it",
-            deviceAddress ? deviceAddress : "?");
+  LOG_ERROR(
+      "__managed__ variable %s: managed memory is not supported by rgpu; the program will "
+      "fail when it touches it",
+      deviceAddress ? deviceAddress : "?");
   rgpu::cudart::unsupported("__cudaRegisterManagedVar");
 }
 
@@ -162,7 +167,8 @@ RGPU_EXPORT char __cudaInitModule(void** /*handle*/) {
   return 0;
 }
 
-// ---- launch ---------------------------------------------------------------------------------------
+// ---- launch
+// ---------------------------------------------------------------------------------------
 
 RGPU_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
                                                  struct CUstream_st* stream) {
@@ -170,8 +176,8 @@ RGPU_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, si
   return 0;
 }
 
-RGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim,
-                                                   size_t* sharedMem, void* stream) {
+RGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
+                                                   void* stream) {
   auto& stack = config_stack();
   if (stack.empty()) return ret(kInvalidConfiguration);
   CallConfig c = stack.back();
@@ -196,7 +202,8 @@ RGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 
 }
 
 RGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
-                                                void** args, size_t sharedMem, cudaStream_t stream) {
+                                                void** args, size_t sharedMem,
+                                                cudaStream_t stream) {
   return launch(reinterpret_cast<const void*>(kernel), grid, block, args, sharedMem, stream, true);
 }
 
@@ -211,7 +218,8 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
   return launch_ex(config, func, args, false);
 }
 
-// ---- function attributes --------------------------------------------------------------------------
+// ---- function attributes
+// --------------------------------------------------------------------------
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   if (!attr) return ret(err::InvalidValue);
@@ -247,9 +255,9 @@ cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache cacheConfig) 
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func,
-                                                                  int blockSize,
-                                                                  size_t dynamicSMemSize,
-                                                                  unsigned int flags) {
+                                                                   int blockSize,
+                                                                   size_t dynamicSMemSize,
+                                                                   unsigned int flags) {
   if (!numBlocks) return ret(err::InvalidValue);
   return ret(core().occupancy(function_of(func), blockSize, dynamicSMemSize, flags, numBlocks));
 }
@@ -260,7 +268,8 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const 
                                                                 dynamicSMemSize, 0);
 }
 
-// ---- symbols --------------------------------------------------------------------------------------
+// ---- symbols
+// --------------------------------------------------------------------------------------
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
   if (!devPtr) return ret(err::InvalidValue);

@@ -90,8 +90,7 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 // Per-thread-default-stream variants (--default-stream per-thread): the synchronous calls work on
 // the calling thread's default stream, and wait for it.
 namespace {
-cudaError_t on_thread_stream(const std::function<CudaError(const client::Stream&)>& op,
-                             bool wait) {
+cudaError_t on_thread_stream(const std::function<CudaError(const client::Stream&)>& op, bool wait) {
   client::Stream s;
   if (CudaError e = rgpu::cudart::stream_arg(nullptr, true, &s); e != err::Success) return ret(e);
   CudaError e = op(s);

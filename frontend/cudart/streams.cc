@@ -69,7 +69,8 @@ cudaError_t stream_callback(cudaStream_t stream, cudaStreamCallback_t cb, void* 
 
 extern "C" {
 
-// ---- streams --------------------------------------------------------------------------------------
+// ---- streams
+// --------------------------------------------------------------------------------------
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
   if (!pStream) return ret(err::InvalidValue);
@@ -84,7 +85,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags)
 cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
   return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0);
 }
-cudaError_t cudaStreamDestroy(cudaStream_t stream) { return ret(core().stream_destroy(handle(stream))); }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  return ret(core().stream_destroy(handle(stream)));
+}
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return stream_sync(stream, false); }
 cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_query(stream, false); }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
@@ -113,10 +116,12 @@ cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
-  return ret(core().stream_priority_range(core().current_device(), leastPriority, greatestPriority));
+  return ret(
+      core().stream_priority_range(core().current_device(), leastPriority, greatestPriority));
 }
 
-// ---- events ---------------------------------------------------------------------------------------
+// ---- events
+// ---------------------------------------------------------------------------------------
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (!event) return ret(err::InvalidValue);
@@ -136,7 +141,9 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
   if (flags & ~1u) return ret(err::InvalidValue);  // cudaEventRecordExternal: recorded the same way
   return event_record(event, stream, false);
 }
-cudaError_t cudaEventQuery(cudaEvent_t event) { return ret_query(core().event_query(handle(event))); }
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  return ret_query(core().event_query(handle(event)));
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return ret(core().event_synchronize(handle(event)));
 }
@@ -144,7 +151,8 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   return ret_query(core().event_elapsed(ms, handle(start), handle(end)));
 }
 
-// ---- asynchronous copies and memsets -----------------------------------------------------------------
+// ---- asynchronous copies and memsets
+// -----------------------------------------------------------------
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
@@ -159,7 +167,8 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
   return memset_async(devPtr, value, count, stream, false);
 }
 
-// ---- host callbacks -------------------------------------------------------------------------------
+// ---- host callbacks
+// -------------------------------------------------------------------------------
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
   return host_func(stream, fn, userData, false);
@@ -169,7 +178,8 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
   return stream_callback(stream, callback, userData, flags, false);
 }
 
-// ---- several GPUs ---------------------------------------------------------------------------------
+// ---- several GPUs
+// ---------------------------------------------------------------------------------
 
 cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
   return ret(core().can_access_peer(canAccessPeer, device, peerDevice));

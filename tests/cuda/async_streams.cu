@@ -54,7 +54,8 @@ int main() {
   slow_fill<<<1, 256, 0, s>>>(d, 6, N, kSlow);
   EXPECT_OK(cudaMemcpyAsync(pageable.data(), d, N * sizeof(int), cudaMemcpyDeviceToHost, s));
   EXPECT_OK(cudaStreamSynchronize(s));
-  EXPECT_TRUE(all_equal(pageable.data(), N, 6), "device-to-host copy waits for the kernel before it (pageable)");
+  EXPECT_TRUE(all_equal(pageable.data(), N, 6),
+              "device-to-host copy waits for the kernel before it (pageable)");
 
   // 2. Events complete when the stream reaches them, not before; elapsed time is GPU time.
   cudaEvent_t e0, e1;
@@ -104,7 +105,8 @@ int main() {
   int status = 0;
   EXPECT_OK(cudaStreamAddCallback(s, on_callback, &status, 0));
   EXPECT_OK(cudaStreamSynchronize(s));
-  EXPECT_TRUE(status == 1, "cudaStreamAddCallback ran with cudaSuccess before the synchronize returned");
+  EXPECT_TRUE(status == 1,
+              "cudaStreamAddCallback ran with cudaSuccess before the synchronize returned");
 
   // 5. The legacy default stream waits for blocking streams.
   slow_fill<<<1, 256, 0, s>>>(d, 3, N, kSlow);
@@ -120,7 +122,8 @@ int main() {
   EXPECT_OK(cudaMemsetAsync(d, 0, N * sizeof(int), s));
   EXPECT_OK(cudaMemcpyAsync(back.data(), d2, N * sizeof(int), cudaMemcpyDefault, s));
   EXPECT_OK(cudaStreamSynchronize(s));
-  EXPECT_TRUE(back == src, "async host->device, device->device, device->host (pageable) round trip");
+  EXPECT_TRUE(back == src,
+              "async host->device, device->device, device->host (pageable) round trip");
   for (int i = 0; i < N; ++i) h[i] = -i;
   EXPECT_OK(cudaMemcpyAsync(d, h, N * sizeof(int), cudaMemcpyHostToDevice, s2));
   EXPECT_OK(cudaMemcpyAsync(back.data(), d, N * sizeof(int), cudaMemcpyDeviceToHost, s2));

@@ -35,8 +35,10 @@ int main() {
       }
       for (int round = 0; round < kRounds; ++round) {
         for (int s = 0; s < kStreams; ++s) {
-          for (int i = 0; i < N; ++i) src[s][i] = (t * 1000003 + s * 7919 + round * 31 + i) & 0xfffffff;
-          cudaMemcpyAsync(dbuf[s], src[s].data(), N * sizeof(int), cudaMemcpyHostToDevice, streams[s]);
+          for (int i = 0; i < N; ++i)
+            src[s][i] = (t * 1000003 + s * 7919 + round * 31 + i) & 0xfffffff;
+          cudaMemcpyAsync(dbuf[s], src[s].data(), N * sizeof(int), cudaMemcpyHostToDevice,
+                          streams[s]);
           for (int k = 0; k <= s; ++k) add_one<<<16, 128, 0, streams[s]>>>(dbuf[s], N);
           cudaMemcpyAsync(pinned[s], dbuf[s], N * sizeof(int), cudaMemcpyDeviceToHost, streams[s]);
         }

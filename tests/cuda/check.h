@@ -10,38 +10,38 @@
 
 static int g_failures = 0;
 
-#define EXPECT_ERR(expr, expected)                                                        \
-  do {                                                                                    \
-    cudaError_t _e = (expr);                                                              \
-    if (_e == (expected)) {                                                               \
-      printf("ok   %-48s %s\n", #expr, cudaGetErrorName(_e));                             \
-    } else {                                                                              \
-      printf("FAIL %-48s got %s, want %s\n", #expr, cudaGetErrorName(_e),                 \
-             cudaGetErrorName(expected));                                                 \
-      ++g_failures;                                                                       \
-    }                                                                                     \
+#define EXPECT_ERR(expr, expected)                                        \
+  do {                                                                    \
+    cudaError_t _e = (expr);                                              \
+    if (_e == (expected)) {                                               \
+      printf("ok   %-48s %s\n", #expr, cudaGetErrorName(_e));             \
+    } else {                                                              \
+      printf("FAIL %-48s got %s, want %s\n", #expr, cudaGetErrorName(_e), \
+             cudaGetErrorName(expected));                                 \
+      ++g_failures;                                                       \
+    }                                                                     \
   } while (0)
 
 #define EXPECT_OK(expr) EXPECT_ERR(expr, cudaSuccess)
 
-#define EXPECT_TRUE(cond, what)                        \
-  do {                                                 \
-    if (cond) {                                        \
-      printf("ok   %s\n", what);                       \
-    } else {                                           \
-      printf("FAIL %s  (%s)\n", what, #cond);          \
-      ++g_failures;                                    \
-    }                                                  \
+#define EXPECT_TRUE(cond, what)               \
+  do {                                        \
+    if (cond) {                               \
+      printf("ok   %s\n", what);              \
+    } else {                                  \
+      printf("FAIL %s  (%s)\n", what, #cond); \
+      ++g_failures;                           \
+    }                                         \
   } while (0)
 
 // Must succeed for the test to continue.
-#define REQUIRE_OK(expr)                                                                \
-  do {                                                                                  \
-    cudaError_t _e = (expr);                                                            \
-    if (_e != cudaSuccess) {                                                            \
-      printf("FAIL %s: %s (cannot continue)\n", #expr, cudaGetErrorName(_e));           \
-      exit(2);                                                                          \
-    }                                                                                   \
+#define REQUIRE_OK(expr)                                                      \
+  do {                                                                        \
+    cudaError_t _e = (expr);                                                  \
+    if (_e != cudaSuccess) {                                                  \
+      printf("FAIL %s: %s (cannot continue)\n", #expr, cudaGetErrorName(_e)); \
+      exit(2);                                                                \
+    }                                                                         \
   } while (0)
 
 static int finish(const char* name) {

@@ -41,8 +41,10 @@ int main() {
 
   cudaFuncAttributes fa{};
   EXPECT_OK(cudaFuncGetAttributes(&fa, (const void*)fill));
-  EXPECT_TRUE(fa.maxThreadsPerBlock >= 256 && fa.numRegs > 0, "cudaFuncGetAttributes: threads and registers");
-  EXPECT_OK(cudaFuncSetAttribute((const void*)fill, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+  EXPECT_TRUE(fa.maxThreadsPerBlock >= 256 && fa.numRegs > 0,
+              "cudaFuncGetAttributes: threads and registers");
+  EXPECT_OK(
+      cudaFuncSetAttribute((const void*)fill, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
   EXPECT_OK(cudaFuncSetCacheConfig((const void*)fill, cudaFuncCachePreferL1));
   int blocks = 0;
   EXPECT_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (const void*)fill, 256, 0));

@@ -184,7 +184,8 @@ int main() {
   {  // > 4 KiB of parameters
     Big big;
     long long ref = 5;
-    for (int k = 0; k < 1200; ++k) big.v[k] = k * 3 - 100, ref += static_cast<long long>(big.v[k]) * (k % 7);
+    for (int k = 0; k < 1200; ++k)
+      big.v[k] = k * 3 - 100, ref += static_cast<long long>(big.v[k]) * (k % 7);
     long long* d;
     REQUIRE_OK(cudaMalloc(&d, 8));
     big_params<<<1, 1>>>(big, d, 5);

@@ -3,7 +3,8 @@
 #include "check.h"
 
 extern "C" __global__ void say(int round, int lines) {
-  for (int i = 0; i < lines; ++i) printf("round %d: line %d from the device (%.2f)\n", round, i, i * 0.5);
+  for (int i = 0; i < lines; ++i)
+    printf("round %d: line %d from the device (%.2f)\n", round, i, i * 0.5);
 }
 
 int main() {

@@ -33,8 +33,7 @@ int main() {
   poly<<<n / 256, 256>>>(dx, dy, n);
   EXPECT_OK(cudaMemcpy(y.data(), dy, n * 4, cudaMemcpyDeviceToHost));
   bool ok = true;
-  for (int i = 0; i < n; ++i)
-    ok = ok && y[i] == c[0] + x[i] * (c[1] + x[i] * (c[2] + x[i] * c[3]));
+  for (int i = 0; i < n; ++i) ok = ok && y[i] == c[0] + x[i] * (c[1] + x[i] * (c[2] + x[i] * c[3]));
   EXPECT_TRUE(ok, "__constant__ coefficients set with cudaMemcpyToSymbol");
 
   int start = 0;

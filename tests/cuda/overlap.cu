@@ -6,7 +6,9 @@
 #include "async_common.h"
 
 static double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 int main() {
@@ -40,8 +42,8 @@ int main() {
   REQUIRE_OK(cudaMemcpyAsync(dcopy, h, bytes, cudaMemcpyHostToDevice, sc));
   REQUIRE_OK(cudaDeviceSynchronize());
   double both_ms = now_ms() - t0;
-  fprintf(stderr, "overlap: copy %.1f ms, kernel %.1f ms, both %.1f ms (%.2f of the sum)\n", copy_ms,
-          kernel_ms, both_ms, both_ms / (copy_ms + kernel_ms));
+  fprintf(stderr, "overlap: copy %.1f ms, kernel %.1f ms, both %.1f ms (%.2f of the sum)\n",
+          copy_ms, kernel_ms, both_ms, both_ms / (copy_ms + kernel_ms));
   EXPECT_TRUE(both_ms < 0.85 * (copy_ms + kernel_ms), "a copy and a kernel on two streams overlap");
   return finish("overlap");
 }

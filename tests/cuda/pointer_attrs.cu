@@ -18,7 +18,8 @@ int main() {
   void* d = nullptr;
   REQUIRE_OK(cudaMalloc(&d, 1 << 20));
   int dev = -1;
-  EXPECT_TRUE(type_of(d, &dev) == cudaMemoryTypeDevice && dev == 0, "device allocation: device memory on device 0");
+  EXPECT_TRUE(type_of(d, &dev) == cudaMemoryTypeDevice && dev == 0,
+              "device allocation: device memory on device 0");
   EXPECT_TRUE(type_of(static_cast<char*>(d) + 12345) == cudaMemoryTypeDevice,
               "pointer inside a device allocation: device memory");
   cudaPointerAttributes a{};
@@ -38,11 +39,13 @@ int main() {
               "cudaHostAlloc: host memory (inside the range too)");
 
   std::vector<char> v(1 << 16);
-  EXPECT_TRUE(type_of(v.data()) == cudaMemoryTypeUnregistered, "ordinary heap memory: unregistered");
+  EXPECT_TRUE(type_of(v.data()) == cudaMemoryTypeUnregistered,
+              "ordinary heap memory: unregistered");
   REQUIRE_OK(cudaHostRegister(v.data(), v.size(), 0));
   EXPECT_TRUE(type_of(v.data() + 10) == cudaMemoryTypeHost, "cudaHostRegister: host memory");
   REQUIRE_OK(cudaHostUnregister(v.data()));
-  EXPECT_TRUE(type_of(v.data()) == cudaMemoryTypeUnregistered, "after cudaHostUnregister: unregistered");
+  EXPECT_TRUE(type_of(v.data()) == cudaMemoryTypeUnregistered,
+              "after cudaHostUnregister: unregistered");
 
   int local = 0;
   EXPECT_TRUE(type_of(&local) == cudaMemoryTypeUnregistered, "a stack variable: unregistered");

@@ -3,9 +3,9 @@
 // the kernel's layout, so argument packing and launching are checked end to end.
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "backend/host/host_kernel_api.h"
 
@@ -137,7 +137,8 @@ void count_and_fill(const rgpu_host_launch* l, void** p) {
 
 void say(const rgpu_host_launch*, void** p) {
   int round = arg<int>(p, 0), lines = arg<int>(p, 1);
-  for (int i = 0; i < lines; ++i) printf("round %d: line %d from the device (%.2f)\n", round, i, i * 0.5);
+  for (int i = 0; i < lines; ++i)
+    printf("round %d: line %d from the device (%.2f)\n", round, i, i * 0.5);
 }
 
 void bump(const rgpu_host_launch*, void** p) { *arg<int*>(p, 0) += 1; }

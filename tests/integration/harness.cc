@@ -40,7 +40,9 @@ int decode_status(int st) {
 
 }  // namespace
 
-std::string cuda_program(const std::string& name) { return std::string(RGPU_CUDA_BIN) + "/" + name; }
+std::string cuda_program(const std::string& name) {
+  return std::string(RGPU_CUDA_BIN) + "/" + name;
+}
 
 Result run(const std::vector<std::string>& argv, const Env& env, int timeout_s) {
   int out[2], err[2];
@@ -141,8 +143,8 @@ Daemon::Daemon(std::vector<std::string> extra) {
   port_file_ = tmpl;
   char cache[] = "/tmp/rgpud-cache-XXXXXX";
   cache_dir_ = mkdtemp(cache);
-  std::vector<std::string> argv = {RGPUD_PATH,   "--listen",       "127.0.0.1:0",
-                                   "--port-file", port_file_,      "--module-cache",
+  std::vector<std::string> argv = {RGPUD_PATH,    "--listen",       "127.0.0.1:0",
+                                   "--port-file", port_file_,       "--module-cache",
                                    cache_dir_,    "--host-kernels", RGPU_HOST_KERNELS};
   bool has_backend = false;
   for (auto& a : extra) has_backend = has_backend || a == "--backend";

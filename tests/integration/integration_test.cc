@@ -57,16 +57,16 @@ class Programs : public ::testing::TestWithParam<const char*> {};
 TEST_P(Programs, PassThroughTheHostBackend) {
   Daemon d({"--host-capacity", "1GiB"});
   std::string name = GetParam();
-  std::string expect = name.substr(0, name.rfind("_ptds") == std::string::npos ? name.size()
-                                                                                : name.rfind("_ptds"));
+  std::string expect =
+      name.substr(0, name.rfind("_ptds") == std::string::npos ? name.size() : name.rfind("_ptds"));
   expect_pass(run({cuda_program(name)}, d.client_env()), expect);
   EXPECT_TRUE(d.alive());
 }
 INSTANTIATE_TEST_SUITE_P(Cuda, Programs,
                          ::testing::Values("memcpy_roundtrip", "errors", "pointer_attrs",
                                            "device_query", "kernels_basic", "kernels_symbols",
-                                           "kernels_api", "kernels_launch_loop",
-                                           "async_streams", "async_streams_ptds"));
+                                           "kernels_api", "kernels_launch_loop", "async_streams",
+                                           "async_streams_ptds"));
 
 // Threads, streams and several GPUs of one server.
 class TwoGpuPrograms : public ::testing::TestWithParam<const char*> {};
@@ -76,8 +76,8 @@ TEST_P(TwoGpuPrograms, PassWithTwoGpusOnOneServer) {
   Env env = d.client_env();
   env["RGPU_SERVERS"] = d.servers() + "/0," + d.servers() + "/1";
   std::string name = GetParam();
-  std::string expect = name.substr(0, name.rfind("_ptds") == std::string::npos ? name.size()
-                                                                                : name.rfind("_ptds"));
+  std::string expect =
+      name.substr(0, name.rfind("_ptds") == std::string::npos ? name.size() : name.rfind("_ptds"));
   expect_pass(run({cuda_program(name)}, env), expect);
   EXPECT_TRUE(d.alive());
 }
@@ -151,7 +151,8 @@ TEST(Integration, TokenIsRequiredAndChecked) {
 
   Result none = run({cuda_program("mem_info")}, env);
   EXPECT_NE(none.status, 0);
-  EXPECT_NE(none.err.find("requires authentication: set RGPU_TOKEN"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("requires authentication: set RGPU_TOKEN"), std::string::npos)
+      << none.err;
   EXPECT_NE(none.out.find("cudaErrorNotPermitted"), std::string::npos) << none.out;
 
   env["RGPU_TOKEN"] = "wrong";
@@ -186,7 +187,8 @@ TEST(Integration, WrongProtocolVersionIsRefusedWithBothVersions) {
   std::string msg;
   EXPECT_EQ(proto::decode_reply(reply, rep, msg), err::InsufficientDriver);
   EXPECT_NE(msg.find("version 77"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("version " + std::to_string(proto::kProtocolVersion)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("version " + std::to_string(proto::kProtocolVersion)), std::string::npos)
+      << msg;
   EXPECT_TRUE(d.alive());
 }
 

@@ -1,8 +1,9 @@
 // The client's address map and the server's allocation table.
+#include "client/address_map.h"
+
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
-#include "client/address_map.h"
 #include "server/allocation_table.h"
 
 using rgpu::client::AddressMap;

@@ -1,6 +1,8 @@
 // Fat binary parsing on binaries nvcc built during this build (tests/fatbin/kernels.cu): every
 // kernel's parameter layout equals the host ABI's, for cubins and PTX, compressed (ZSTD, LZ4) or
 // not, with several -gencode targets; globals are found with their sizes and initial values.
+#include "fatbin/fatbin.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,7 +10,6 @@
 #include <iterator>
 #include <random>
 
-#include "fatbin/fatbin.h"
 #include "tests/fatbin/kernel_types.h"
 
 using namespace rgpu::fatbin;
@@ -44,9 +45,9 @@ std::map<std::string, KernelLayout> expected() {
       {"k_struct", host_layout<float*, int, double, Padded, const int*>()},
       {"k_vectors",
        host_layout<float4, int3, double2, bool, unsigned char, long, float*, int, WithArray>()},
-      {"k_many", host_layout<int, char, double, short, float, long long, int, char, int, double,
-                             int, float, char, int, short, int, double, char, int, float, int,
-                             int*>()},
+      {"k_many",
+       host_layout<int, char, double, short, float, long long, int, char, int, double, int, float,
+                   char, int, short, int, double, char, int, float, int, int*>()},
       {"k_huge", host_layout<Big, int*, char>()},
       {"_Z10k_templateIiEvPT_S0_i", host_layout<int*, int, int>()},
       {"_Z10k_templateIdEvPT_S0_i", host_layout<double*, double, int>()},

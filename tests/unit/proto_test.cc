@@ -1,7 +1,6 @@
 // Protocol: every catalogue message round-trips; malformed, truncated, oversized and wrong-version
 // input is rejected with ProtoError, never a crash.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,15 +18,21 @@ struct Filler {
   std::mt19937_64& rng;
   template <class T>
   void fill(T& v) {
-    if constexpr (std::is_same_v<T, bool>) v = rng() & 1;
-    else if constexpr (std::is_integral_v<T>) v = static_cast<T>(rng());
-    else if constexpr (std::is_same_v<T, std::string>) v = std::string(rng() % 40, 'a' + rng() % 26);
-    else if constexpr (is_byte_array<T>::value) for (auto& b : v) b = static_cast<uint8_t>(rng());
-    else if constexpr (std::is_same_v<T, std::vector<uint8_t>>) v.assign(rng() % 100, 7);
+    if constexpr (std::is_same_v<T, bool>)
+      v = rng() & 1;
+    else if constexpr (std::is_integral_v<T>)
+      v = static_cast<T>(rng());
+    else if constexpr (std::is_same_v<T, std::string>)
+      v = std::string(rng() % 40, 'a' + rng() % 26);
+    else if constexpr (is_byte_array<T>::value)
+      for (auto& b : v) b = static_cast<uint8_t>(rng());
+    else if constexpr (std::is_same_v<T, std::vector<uint8_t>>)
+      v.assign(rng() % 100, 7);
     else if constexpr (is_vector<T>::value) {
       v.resize(rng() % 5);
       for (auto& e : v) fill(e);
-    } else v.visit([&](auto&... f) { (fill(f), ...); });
+    } else
+      v.visit([&](auto&... f) { (fill(f), ...); });
   }
 };
 
@@ -71,9 +76,9 @@ void check_random_input_never_crashes(std::mt19937_64& rng) {
 TEST(Proto, EveryCatalogueMessageRoundTrips) {
   std::mt19937_64 rng(42);
   int messages = 0;
-#define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                  \
-  check_roundtrip_and_truncation<NAME##Req>(rng);          \
-  check_roundtrip_and_truncation<NAME##Rep>(rng);          \
+#define RGPU_MSG(NAME, ID, MODE, PAYLOAD)         \
+  check_roundtrip_and_truncation<NAME##Req>(rng); \
+  check_roundtrip_and_truncation<NAME##Rep>(rng); \
   ++messages;
 #include "proto/catalogue.def"
 #undef RGPU_MSG
@@ -83,7 +88,7 @@ TEST(Proto, EveryCatalogueMessageRoundTrips) {
 
 TEST(Proto, RandomBytesAreRejectedOrDecodedNeverCrash) {
   std::mt19937_64 rng(7);
-#define RGPU_MSG(NAME, ID, MODE, PAYLOAD) \
+#define RGPU_MSG(NAME, ID, MODE, PAYLOAD)           \
   check_random_input_never_crashes<NAME##Req>(rng); \
   check_random_input_never_crashes<NAME##Rep>(rng);
 #include "proto/catalogue.def"
@@ -116,7 +121,8 @@ TEST(Proto, OversizedLengthsAreRejectedBeforeAllocating) {
   GetDeviceInfoRep rep;
   std::vector<uint8_t> enc = encode_message(rep);
   size_t count_at = enc.size() - 4;
-  enc[count_at] = 0xff, enc[count_at + 1] = 0xff, enc[count_at + 2] = 0xff, enc[count_at + 3] = 0x7f;
+  enc[count_at] = 0xff, enc[count_at + 1] = 0xff, enc[count_at + 2] = 0xff,
+  enc[count_at + 3] = 0x7f;
   EXPECT_THROW(decode_message<GetDeviceInfoRep>(enc.data(), enc.size()), ProtoError);
   enc[count_at] = 100, enc[count_at + 1] = 0, enc[count_at + 2] = 0, enc[count_at + 3] = 0;
   EXPECT_THROW(decode_message<GetDeviceInfoRep>(enc.data(), enc.size()), ProtoError);

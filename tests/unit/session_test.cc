@@ -1,5 +1,7 @@
 // A server session driven directly over a socket pair, with the host backend: handshake rules,
 // authentication, requests with payloads, asynchronous failures, malformed input and cleanup.
+#include "server/session.h"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -8,7 +10,6 @@
 #include "backend/host/host_executor.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
-#include "server/session.h"
 #include "transport/tcp/tcp.h"
 
 using namespace rgpu;
@@ -37,7 +38,8 @@ class SessionTest : public ::testing::Test {
   }
 
   void send(uint16_t type, const std::vector<uint8_t>& body, uint64_t id,
-            const void* payload = nullptr, uint64_t payload_len = 0, uint64_t claimed = UINT64_MAX) {
+            const void* payload = nullptr, uint64_t payload_len = 0,
+            uint64_t claimed = UINT64_MAX) {
     FrameHeader h{type, 0, static_cast<uint32_t>(body.size()), id,
                   claimed == UINT64_MAX ? payload_len : claimed};
     uint8_t raw[kHeaderSize];
@@ -213,7 +215,7 @@ TEST_F(SessionTest, AModuleMustMatchItsHash) {
   EXPECT_EQ(reply(rep, msg), 500);
   q.hash = sha256(image.data(), image.size());
   send_req<ModuleLoadMsg>(q, 4, image.data(), image.size());
-  EXPECT_EQ(reply(rep, msg), 200);  // cudaErrorInvalidKernelImage
+  EXPECT_EQ(reply(rep, msg), 200);      // cudaErrorInvalidKernelImage
   send_req<LaunchMsg>(LaunchReq{}, 5);  // no module: an asynchronous error
   std::vector<uint8_t> body;
   FrameHeader h = read(body);

@@ -122,7 +122,8 @@ class TcpConnection final : public Connection {
     try {
       recv_all(&v, 1);
     } catch (const TransportError& e) {
-      if (e.closed) throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
+      if (e.closed)
+        throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
       throw;
     }
     return true;
@@ -226,8 +227,7 @@ void resolve(const std::string& host, uint16_t port, bool passive, AddrInfo& out
   if (passive) hints.ai_flags = AI_PASSIVE;
   std::string service = std::to_string(port);
   int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &out.list);
-  if (rc != 0)
-    throw TransportError("cannot resolve " + host + ": " + gai_strerror(rc));
+  if (rc != 0) throw TransportError("cannot resolve " + host + ": " + gai_strerror(rc));
 }
 
 }  // namespace
