@@ -166,24 +166,35 @@ CudaError Client::resolve_kind(const void* dst, const void* src, CopyKind& kind)
   return err::Success;
 }
 
+CudaError Client::plan_copy(const void* dst, size_t dpitch, const void* src, size_t spitch,
+                            size_t width, size_t height, CopyKind kind, CopyPlan* plan) const {
+  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) > 4) return err::InvalidMemcpyDirection;
+  if (height > 1 && (width > dpitch || width > spitch)) return err::InvalidPitchValue;
+  plan->empty = width == 0 || height == 0;
+  if (plan->empty) return err::Success;
+  if (!dst || !src) return err::InvalidValue;
+  resolve_kind(dst, src, kind);
+  plan->kind = kind;
+  plan->d_ok = map_.device_range_ok(u64(dst), (height - 1) * dpitch + width, &plan->ddev);
+  plan->s_ok = map_.device_range_ok(u64(src), (height - 1) * spitch + width, &plan->sdev);
+  plan->d_dev = map_.find_device(u64(dst)).has_value();
+  plan->s_dev = map_.find_device(u64(src)).has_value();
+  return err::Success;
+}
+
 CudaError Client::memcpy(void* dst, const void* src, size_t n, CopyKind kind) {
   return memcpy2d(dst, n, src, n, n, 1, kind);
 }
 
 CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                            size_t height, CopyKind kind) {
-  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) > 4) return err::InvalidMemcpyDirection;
-  if (height > 1 && (width > dpitch || width > spitch)) return err::InvalidPitchValue;
-  if (width == 0 || height == 0) return err::Success;
-  if (!dst || !src) return err::InvalidValue;
-  resolve_kind(dst, src, kind);
-  const uint64_t dext = (height - 1) * dpitch + width;
-  const uint64_t sext = (height - 1) * spitch + width;
-  int ddev = -1, sdev = -1;
-  const bool d_ok = map_.device_range_ok(u64(dst), dext, &ddev);
-  const bool s_ok = map_.device_range_ok(u64(src), sext, &sdev);
-  const bool d_dev = map_.find_device(u64(dst)).has_value();
-  const bool s_dev = map_.find_device(u64(src)).has_value();
+  CopyPlan plan;
+  if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
+      e != err::Success || plan.empty)
+    return e;
+  kind = plan.kind;
+  const bool d_ok = plan.d_ok, s_ok = plan.s_ok, d_dev = plan.d_dev, s_dev = plan.s_dev;
+  const int ddev = plan.ddev, sdev = plan.sdev;
 
   switch (kind) {
     case CopyKind::HostToHost: {

@@ -137,6 +137,16 @@ class Client {
  private:
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
+  // What a copy's pointers are: device ranges (whole extent inside one allocation) or host.
+  struct CopyPlan {
+    bool empty = false;
+    CopyKind kind = CopyKind::Default;
+    bool d_ok = false, s_ok = false;    // the extent lies in one device allocation
+    bool d_dev = false, s_dev = false;  // the start is device memory
+    int ddev = -1, sdev = -1;
+  };
+  CudaError plan_copy(const void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                      size_t height, CopyKind kind, CopyPlan* plan) const;
   CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
                       const LoadedModule** lm);
   Event* find_event(uint64_t handle);

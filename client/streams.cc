@@ -225,18 +225,13 @@ CudaError Client::event_elapsed(float* ms, uint64_t start, uint64_t end) {
 
 CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch,
                                  size_t width, size_t height, CopyKind kind, const Stream& s) {
-  if (static_cast<int>(kind) < 0 || static_cast<int>(kind) > 4) return err::InvalidMemcpyDirection;
-  if (height > 1 && (width > dpitch || width > spitch)) return err::InvalidPitchValue;
-  if (width == 0 || height == 0) return err::Success;
-  if (!dst || !src) return err::InvalidValue;
-  resolve_kind(dst, src, kind);
-  const uint64_t dext = (height - 1) * dpitch + width;
-  const uint64_t sext = (height - 1) * spitch + width;
-  int ddev = -1, sdev = -1;
-  const bool d_ok = map_.device_range_ok(u64(dst), dext, &ddev);
-  const bool s_ok = map_.device_range_ok(u64(src), sext, &sdev);
-  const bool d_dev = map_.find_device(u64(dst)).has_value();
-  const bool s_dev = map_.find_device(u64(src)).has_value();
+  CopyPlan plan;
+  if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
+      e != err::Success || plan.empty)
+    return e;
+  kind = plan.kind;
+  const bool d_ok = plan.d_ok, s_ok = plan.s_ok, d_dev = plan.d_dev, s_dev = plan.s_dev;
+  const int ddev = plan.ddev, sdev = plan.sdev;
   CudaError e;
   ServerLink* l = link(s.device, &e);
   if (!l) return e;

@@ -12,6 +12,30 @@ namespace {
 
 constexpr uint32_t kMaxAttr = 200;
 
+// One end of a 2-D copy: server host memory or device memory.
+struct Side {
+  const void* host_ptr = nullptr;
+  CUdeviceptr dev_ptr = 0;
+  bool is_host = false;
+  static Side host(const void* p) { return {p, 0, true}; }
+  static Side device(uint64_t p) { return {nullptr, p, false}; }
+};
+
+CUDA_MEMCPY2D rect_copy(Side dst, uint64_t dpitch, Side src, uint64_t spitch, Rect r) {
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = src.is_host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+  c.srcHost = src.host_ptr;
+  c.srcDevice = src.dev_ptr;
+  c.srcPitch = spitch;
+  c.dstMemoryType = dst.is_host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+  c.dstHost = const_cast<void*>(dst.host_ptr);
+  c.dstDevice = dst.dev_ptr;
+  c.dstPitch = dpitch;
+  c.WidthInBytes = r.width;
+  c.Height = r.height;
+  return c;
+}
+
 class CudaExecutor final : public Executor {
  public:
   CudaExecutor(CudaDriver drv, int count) : drv_(drv), ctx_(count, nullptr), dev_(count, 0) {
@@ -70,45 +94,21 @@ class CudaExecutor final : public Executor {
                         Rect r) override {
     if (Status s = use(dev); !s.ok()) return s;
     if (r.height == 1) return check(drv_.cuMemcpyHtoD_v2(dst, src, r.width));
-    CUDA_MEMCPY2D c{};
-    c.srcMemoryType = CU_MEMORYTYPE_HOST;
-    c.srcHost = src;
-    c.srcPitch = spitch;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = r.width;
-    c.Height = r.height;
+    CUDA_MEMCPY2D c = rect_copy(Side::device(dst), dpitch, Side::host(src), spitch, r);
     return check(drv_.cuMemcpy2D_v2(&c));
   }
   Status copy_to_host(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                       Rect r) override {
     if (Status s = use(dev); !s.ok()) return s;
     if (r.height == 1) return check(drv_.cuMemcpyDtoH_v2(dst, src, r.width));
-    CUDA_MEMCPY2D c{};
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.srcPitch = spitch;
-    c.dstMemoryType = CU_MEMORYTYPE_HOST;
-    c.dstHost = dst;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = r.width;
-    c.Height = r.height;
+    CUDA_MEMCPY2D c = rect_copy(Side::host(dst), dpitch, Side::device(src), spitch, r);
     return check(drv_.cuMemcpy2D_v2(&c));
   }
   Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                         Rect r, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;
     if (r.height == 1) return check(drv_.cuMemcpyDtoDAsync_v2(dst, src, r.width, cu(stream)));
-    CUDA_MEMCPY2D c{};
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.srcPitch = spitch;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = r.width;
-    c.Height = r.height;
+    CUDA_MEMCPY2D c = rect_copy(Side::device(dst), dpitch, Side::device(src), spitch, r);
     return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
   }
   Status memset(int dev, uint64_t ptr, uint8_t value, uint64_t size, uint64_t stream) override {
@@ -119,30 +119,14 @@ class CudaExecutor final : public Executor {
                               uint64_t spitch, Rect r, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;
     if (r.height == 1) return check(drv_.cuMemcpyHtoDAsync_v2(dst, src, r.width, cu(stream)));
-    CUDA_MEMCPY2D c{};
-    c.srcMemoryType = CU_MEMORYTYPE_HOST;
-    c.srcHost = src;
-    c.srcPitch = spitch;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = r.width;
-    c.Height = r.height;
+    CUDA_MEMCPY2D c = rect_copy(Side::device(dst), dpitch, Side::host(src), spitch, r);
     return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
   }
   Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                             Rect r, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;
     if (r.height == 1) return check(drv_.cuMemcpyDtoHAsync_v2(dst, src, r.width, cu(stream)));
-    CUDA_MEMCPY2D c{};
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.srcPitch = spitch;
-    c.dstMemoryType = CU_MEMORYTYPE_HOST;
-    c.dstHost = dst;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = r.width;
-    c.Height = r.height;
+    CUDA_MEMCPY2D c = rect_copy(Side::host(dst), dpitch, Side::device(src), spitch, r);
     return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
   }
   Status copy_peer(int dst_dev, uint64_t dst, int src_dev, uint64_t src, uint64_t size,
