@@ -85,9 +85,10 @@ int cmd_ls() {
     c.mem_get_info(d, &free, &total);
     CudaError le;
     client::ServerLink* l = c.link(d, &le);
-    printf("%d  %s  cc %d.%d  %.1f/%.1f GiB free  %s  [%s, %s backend]\n", d, info->name.c_str(),
-           info->attr(75), info->attr(76), free / 1073741824.0, total / 1073741824.0,
-           l ? l->address().c_str() : "?", l ? l->hello().info.c_str() : "?",
+    printf("%d  %s  cc %d.%d  %.1f/%.1f GiB free  %s (%s)  [%s, %s backend]\n", d,
+           info->name.c_str(), info->attr(75), info->attr(76), free / 1073741824.0,
+           total / 1073741824.0, l ? l->address().c_str() : "?",
+           l ? l->hello().transport.c_str() : "?", l ? l->hello().info.c_str() : "?",
            l ? l->hello().backend.c_str() : "?");
   }
   return failed ? 1 : 0;

@@ -10,7 +10,9 @@
 
 #include "common/log.h"
 #include "common/spin.h"
+#include "common/strings.h"
 #include "proto/auth.h"
+#include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
 
 namespace rgpu::client {
@@ -76,11 +78,34 @@ CudaError ServerLink::connect_locked() {
     std::lock_guard<std::mutex> lock(mu_);
     return state_ = e;
   };
-  try {
-    conn_ = transport::tcp_connect(host_, port_);
-  } catch (const transport::TransportError& e) {
-    LOG_ERROR("cannot reach rgpud: %s", e.what());
+  // RGPU_TRANSPORT: auto (shared memory when the server is on this machine, else TCP), shm, tcp.
+  const char* t = getenv("RGPU_TRANSPORT");
+  std::string mode = t && *t ? t : "auto";
+  if (mode != "auto" && mode != "shm" && mode != "tcp") {
+    LOG_ERROR("RGPU_TRANSPORT=%s: use auto, shm or tcp", mode.c_str());
+    return fail(err::InvalidValue);
+  }
+  if (mode != "tcp" && is_loopback_name(host_)) {
+    try {
+      conn_ = transport::shm_connect(transport::shm_socket_name(port_));
+    } catch (const transport::TransportError& e) {
+      if (mode == "shm") {
+        LOG_ERROR("RGPU_TRANSPORT=shm: %s", e.what());
+        return fail(err::DevicesUnavailable);
+      }
+      LOG_INFO("shared memory unavailable (%s); using TCP", e.what());
+    }
+  } else if (mode == "shm") {
+    LOG_ERROR("RGPU_TRANSPORT=shm needs a server on this machine (%s is not)", host_.c_str());
     return fail(err::DevicesUnavailable);
+  }
+  if (!conn_) {
+    try {
+      conn_ = transport::tcp_connect(host_, port_);
+    } catch (const transport::TransportError& e) {
+      LOG_ERROR("cannot reach rgpud: %s", e.what());
+      return fail(err::DevicesUnavailable);
+    }
   }
   try {
     HelloReq hello;
@@ -119,7 +144,8 @@ CudaError ServerLink::connect_locked() {
         return fail(err::NotPermitted);
       }
     }
-    hello_ = ServerHello{rep.gpu_count, rep.driver_version, rep.backend, rep.server_info};
+    hello_ =
+        ServerHello{rep.gpu_count, rep.driver_version, rep.backend, rep.server_info, conn_->kind()};
     LOG_INFO("connected to %s at %s (%u GPU(s), %s backend)", rep.server_info.c_str(),
              address().c_str(), rep.gpu_count, rep.backend.c_str());
   } catch (const std::exception& ex) {

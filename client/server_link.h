@@ -34,6 +34,7 @@ struct ServerHello {
   int32_t driver_version = 0;
   std::string backend;
   std::string info;
+  std::string transport;  // "tcp" or "shm"
 };
 
 class ServerLink {

@@ -1,5 +1,6 @@
 #include "server/daemon.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include "common/log.h"
 #include "proto/auth.h"
 #include "server/session.h"
+#include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
 
 namespace rgpu::server {
@@ -132,13 +134,21 @@ int run_daemon(const DaemonConfig& cfg) {
         listener->address().c_str());
     return 2;
   }
+  // Clients on this machine may use shared memory (transport/shm) instead of TCP.
+  std::unique_ptr<transport::Listener> shm;
+  try {
+    shm = transport::shm_listen(transport::shm_socket_name(listener->port()));
+  } catch (const std::exception& e) {
+    LOG_WARN("no shared-memory transport: %s", e.what());
+  }
   if (!cfg.port_file.empty()) {
     std::string tmp = cfg.port_file + ".tmp";
     std::ofstream(tmp) << listener->port() << "\n";
     rename(tmp.c_str(), cfg.port_file.c_str());
   }
-  LOG_NOTICE("listening on %s (backend %s%s)", listener->address().c_str(),
-             use_cuda ? "cuda" : "host", token ? ", token required" : "");
+  LOG_NOTICE("listening on %s%s%s (backend %s%s)", listener->address().c_str(), shm ? " and " : "",
+             shm ? shm->address().c_str() : "", use_cuda ? "cuda" : "host",
+             token ? ", token required" : "");
 
   struct sigaction sa {};
   sa.sa_handler = on_stop;
@@ -153,35 +163,53 @@ int run_daemon(const DaemonConfig& cfg) {
   std::set<pid_t> children;
   while (!g_stop) {
     std::unique_ptr<transport::Connection> conn;
-    try {
-      conn = listener->accept();
-    } catch (const std::exception& e) {
-      LOG_ERROR("%s", e.what());
+    int shm_sock = -1;
+    pollfd fds[2] = {{listener->fd(), POLLIN, 0}, {shm ? shm->fd() : -1, POLLIN, 0}};
+    if (poll(fds, shm ? 2 : 1, -1) > 0) {
+      try {
+        if (fds[0].revents & POLLIN)
+          conn = listener->accept();
+        else if (shm && (fds[1].revents & POLLIN))
+          shm_sock = transport::shm_accept(*shm);
+      } catch (const std::exception& e) {
+        LOG_ERROR("%s", e.what());
+      }
     }
     for (pid_t p; (p = waitpid(-1, nullptr, WNOHANG)) > 0;) {
       children.erase(p);
       for (auto* l : ledgers) l->release_process(p);
     }
-    if (!conn) continue;
+    if (!conn && shm_sock < 0) continue;
     pid_t pid = fork();
     if (pid < 0) {
-      LOG_ERROR("fork failed: %s; dropping %s", strerror(errno), conn->peer().c_str());
+      LOG_ERROR("fork failed: %s; dropping a client", strerror(errno));
+      if (shm_sock >= 0) close(shm_sock);
       continue;
     }
     if (pid > 0) {
       children.insert(pid);
-      LOG_INFO("client %s: session process %d", conn->peer().c_str(), pid);
+      if (shm_sock >= 0) close(shm_sock);
+      LOG_INFO("client %s: session process %d", conn ? conn->peer().c_str() : "(shm)", pid);
       continue;
     }
     // Session process.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != daemon_pid) _exit(0);
     listener.reset();
+    shm.reset();
     signal(SIGCHLD, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     std::string prefix = "rgpud[" + std::to_string(getpid()) + "]";
     log::init(prefix.c_str(), log::Level::Notice);
+    if (shm_sock >= 0) {
+      try {
+        conn = transport::shm_adopt(shm_sock);  // the segment handshake, in the session process
+      } catch (const std::exception& e) {
+        LOG_WARN("%s", e.what());
+        _exit(0);
+      }
+    }
     std::unique_ptr<backend::Executor> exec;
     std::string error;
     if (use_cuda)

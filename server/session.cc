@@ -21,11 +21,6 @@ namespace {
 
 constexpr int kHandshakeTimeoutSec = 10;
 
-void set_recv_timeout(int fd, int seconds) {
-  timeval tv{seconds, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
-
 Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
 
 void send_now(transport::Connection& conn, uint16_t type, uint16_t flags, uint64_t id,
@@ -80,7 +75,7 @@ void Session::run() {
 }
 
 bool Session::handshake() {
-  set_recv_timeout(conn_.fd(), kHandshakeTimeoutSec);
+  conn_.set_recv_timeout(kHandshakeTimeoutSec);
   uint8_t raw[kHeaderSize];
   if (!conn_.recv_or_eof(raw, sizeof raw)) return false;
   FrameHeader h = decode_header(raw);
@@ -133,7 +128,7 @@ bool Session::handshake() {
     }
     send_now(conn_, a.type, kFlagReply, a.request_id, encode_ok_reply(Empty{}));
   }
-  set_recv_timeout(conn_.fd(), 0);
+  conn_.set_recv_timeout(0);
   return true;
 }
 

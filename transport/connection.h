@@ -31,6 +31,9 @@ class Connection {
   virtual std::string peer() const = 0;
   virtual void shutdown() = 0;
   virtual int fd() const = 0;
+  // Receives that wait longer than this fail (0: wait forever).
+  virtual void set_recv_timeout(int seconds) = 0;
+  virtual const char* kind() const = 0;  // "tcp", "shm"
 
   void send(const void* p, size_t n) {
     iovec v{const_cast<void*>(p), n};

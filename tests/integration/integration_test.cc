@@ -338,3 +338,35 @@ TEST(Bulk, BenchRunsAndWritesJson) {
   EXPECT_NE(text.find("\"op\": \"d2h_pageable\", \"bytes\": 16384"), std::string::npos) << text;
   unlink(json.c_str());
 }
+
+// Transports: shared memory is chosen for a server on this machine; TCP stays available.
+class Transport : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Transport, ProgramsPassOverEachTransport) {
+  Daemon d({"--host-capacity", "1GiB"});
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  for (const char* p : {"memcpy_roundtrip", "async_streams", "kernels_basic", "kernels_printf"})
+    expect_pass(run({cuda_program(p)}, env), p);
+  Result ls =
+      run({RGPU_CLI_PATH, "ls"}, {{"RGPU_SERVERS", d.servers()}, {"RGPU_TRANSPORT", GetParam()}});
+  std::string want =
+      std::string("(") + (std::string(GetParam()) == "auto" ? "shm" : GetParam()) + ")";
+  EXPECT_NE(ls.out.find(want), std::string::npos) << ls.out;
+}
+INSTANTIATE_TEST_SUITE_P(Both, Transport, ::testing::Values("auto", "shm", "tcp"));
+
+TEST(Transport, SharedMemoryNeedsALocalServerAndLeavesNoNames) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = "bogus";
+  EXPECT_NE(run({cuda_program("mem_info")}, env).status, 0);
+  // Segments are anonymous (memfd): nothing in /dev/shm another process could open.
+  env["RGPU_TRANSPORT"] = "shm";
+  Child holder = spawn({cuda_program("hold_memory"), "16"}, env);
+  ASSERT_TRUE(holder.wait_line("holding", 60));
+  Result shm = run({"/bin/sh", "-c", "ls /dev/shm | grep -c rgpu || true"}, {});
+  EXPECT_EQ(shm.out, "0\n");
+  holder.kill_and_wait(SIGKILL);
+  EXPECT_TRUE(d.alive());
+}

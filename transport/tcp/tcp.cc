@@ -132,6 +132,11 @@ class TcpConnection final : public Connection {
   std::string peer() const override { return peer_; }
   void shutdown() override { ::shutdown(fd_, SHUT_RDWR); }
   int fd() const override { return fd_; }
+  void set_recv_timeout(int seconds) override {
+    timeval tv{seconds, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  const char* kind() const override { return "tcp"; }
 
  private:
   static constexpr size_t kBuffer = 64 << 10, kDirect = 16 << 10;

@@ -1,0 +1,402 @@
+#include "transport/shm/shm.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "common/spin.h"
+
+namespace rgpu::transport {
+namespace {
+
+constexpr size_t kRingBytes = 16u << 20;  // per direction
+constexpr uint32_t kMagic = 0x5247534d;   // "RGSM"
+
+// One direction.  head is advanced by the producer, tail by the consumer; data_seq / space_seq are
+// futex words the waiting side sleeps on.
+struct alignas(64) Ring {
+  std::atomic<uint64_t> head;
+  char pad0[56];
+  std::atomic<uint64_t> tail;
+  char pad1[56];
+  std::atomic<uint32_t> data_seq, space_seq;
+  std::atomic<uint32_t> consumer_waiting, producer_waiting;
+  std::atomic<uint32_t> closed;
+  char pad2[44];
+};
+
+struct Segment {
+  uint32_t magic;
+  uint32_t ring_bytes;
+  char pad[56];
+  Ring rings[2];  // [0]: client to server, [1]: server to client
+  // followed by the two data areas
+};
+
+size_t segment_size(size_t ring) { return sizeof(Segment) + 2 * ring; }
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expect) {
+  timespec ts{0, 50 * 1000 * 1000};  // wake up now and then to see whether the peer is alive
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expect, &ts, nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+class ShmConnection final : public Connection {
+ public:
+  ShmConnection(int sock, void* base, size_t ring, bool server, std::string peer)
+      : sock_(sock), base_(base), ring_(ring), peer_(std::move(peer)) {
+    auto* seg = static_cast<Segment*>(base);
+    char* data = static_cast<char*>(base) + sizeof(Segment);
+    tx_ = &seg->rings[server ? 1 : 0];
+    rx_ = &seg->rings[server ? 0 : 1];
+    tx_data_ = data + (server ? ring : 0);
+    rx_data_ = data + (server ? 0 : ring);
+  }
+  ~ShmConnection() override {
+    shutdown();
+    munmap(base_, segment_size(ring_));
+    ::close(sock_);
+  }
+
+  void send_all(const iovec* iov, int count) override {
+    for (int i = 0; i < count; ++i) {
+      const char* p = static_cast<const char*>(iov[i].iov_base);
+      size_t left = iov[i].iov_len;
+      while (left) {
+        uint64_t head = tx_->head.load(std::memory_order_relaxed);
+        uint64_t space = ring_ - (head - tx_->tail.load(std::memory_order_acquire));
+        if (space == 0) {
+          wait_for(tx_->space_seq, tx_->producer_waiting,
+                   [&] { return ring_ - (head - tx_->tail.load(std::memory_order_acquire)) > 0; });
+          continue;
+        }
+        size_t n = std::min<uint64_t>(left, space);
+        size_t at = head % ring_;
+        size_t first = std::min(n, ring_ - at);
+        memcpy(tx_data_ + at, p, first);
+        memcpy(tx_data_, p + first, n - first);
+        tx_->head.store(head + n, std::memory_order_release);
+        tx_->data_seq.fetch_add(1, std::memory_order_release);
+        if (tx_->consumer_waiting.load(std::memory_order_acquire)) futex_wake(&tx_->data_seq);
+        p += n;
+        left -= n;
+      }
+    }
+  }
+
+  void recv_all(const iovec* iov, int count) override {
+    for (int i = 0; i < count; ++i) {
+      char* p = static_cast<char*>(iov[i].iov_base);
+      size_t left = iov[i].iov_len;
+      while (left) {
+        size_t n = take(p, left, true);
+        p += n;
+        left -= n;
+      }
+    }
+  }
+
+  bool recv_or_eof(void* buf, size_t len) override {
+    if (!len) return true;
+    size_t n = take(static_cast<char*>(buf), len, false);
+    if (n == 0) return false;
+    iovec rest{static_cast<char*>(buf) + n, len - n};
+    try {
+      recv_all(&rest, 1);
+    } catch (const TransportError&) {
+      throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
+    }
+    return true;
+  }
+
+  std::string peer() const override { return peer_; }
+  void shutdown() override {
+    tx_->closed.store(1);
+    rx_->closed.store(1);
+    futex_wake(&tx_->data_seq);
+    futex_wake(&rx_->space_seq);
+    futex_wake(&tx_->space_seq);
+    futex_wake(&rx_->data_seq);
+    ::shutdown(sock_, SHUT_RDWR);
+  }
+  int fd() const override { return sock_; }
+  void set_recv_timeout(int seconds) override { recv_timeout_s_ = seconds; }
+  const char* kind() const override { return "shm"; }
+
+ private:
+  // Copies up to `len` available bytes; waits for at least one.  Returns 0 only when the peer
+  // went away before any byte and `must` is false.
+  size_t take(char* p, size_t len, bool must) {
+    for (;;) {
+      uint64_t tail = rx_->tail.load(std::memory_order_relaxed);
+      uint64_t avail = rx_->head.load(std::memory_order_acquire) - tail;
+      if (avail) {
+        size_t n = std::min<uint64_t>(len, avail);
+        size_t at = tail % ring_;
+        size_t first = std::min(n, ring_ - at);
+        memcpy(p, rx_data_ + at, first);
+        memcpy(p + first, rx_data_, n - first);
+        rx_->tail.store(tail + n, std::memory_order_release);
+        rx_->space_seq.fetch_add(1, std::memory_order_release);
+        if (rx_->producer_waiting.load(std::memory_order_acquire)) futex_wake(&rx_->space_seq);
+        return n;
+      }
+      try {
+        wait_for(rx_->data_seq, rx_->consumer_waiting,
+                 [&] { return rx_->head.load(std::memory_order_acquire) != tail; });
+      } catch (const TransportError&) {
+        if (!must) return 0;
+        throw;
+      }
+    }
+  }
+
+  template <class F>
+  void wait_for(std::atomic<uint32_t>& seq, std::atomic<uint32_t>& waiting, F ready) {
+    if (spin_until(ready)) return;
+    auto started = std::chrono::steady_clock::now();
+    for (;;) {
+      uint32_t s = seq.load(std::memory_order_acquire);
+      waiting.store(1, std::memory_order_seq_cst);
+      if (ready()) break;
+      if (tx_->closed.load() || rx_->closed.load() || !peer_alive()) {
+        waiting.store(0);
+        throw TransportError("connection to " + peer_ + " closed by peer", true);
+      }
+      if (recv_timeout_s_ > 0 &&
+          std::chrono::steady_clock::now() - started > std::chrono::seconds(recv_timeout_s_)) {
+        waiting.store(0);
+        throw TransportError("receive from " + peer_ + " timed out", false);
+      }
+      futex_wait(&seq, s);
+    }
+    waiting.store(0);
+  }
+
+  bool peer_alive() const {
+    pollfd p{sock_, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return true;
+    if (p.revents & (POLLHUP | POLLERR)) return false;
+    char c;
+    return ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
+  }
+
+  int sock_;
+  void* base_;
+  size_t ring_;
+  std::string peer_;
+  Ring* tx_;
+  Ring* rx_;
+  char* tx_data_;
+  char* rx_data_;
+  int recv_timeout_s_ = 0;
+};
+
+sockaddr_un abstract_address(const std::string& name, socklen_t& len) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  a.sun_path[0] = '\0';
+  size_t n = std::min(name.size(), sizeof a.sun_path - 2);
+  memcpy(a.sun_path + 1, name.data(), n);
+  len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+  return a;
+}
+
+void* create_segment(size_t ring, int& fd) {
+  fd = memfd_create("rgpu-shm", MFD_CLOEXEC);
+  if (fd < 0) throw TransportError(std::string("memfd_create: ") + strerror(errno));
+  size_t size = segment_size(ring);
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    close(fd);
+    throw TransportError(std::string("ftruncate: ") + strerror(errno));
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    close(fd);
+    throw TransportError(std::string("mmap: ") + strerror(errno));
+  }
+  auto* seg = static_cast<Segment*>(base);
+  seg->magic = kMagic;
+  seg->ring_bytes = static_cast<uint32_t>(ring);
+  return base;
+}
+
+void send_fd(int sock, int fd) {
+  char byte = 'R';
+  iovec v{&byte, 1};
+  char ctrl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = ctrl;
+  m.msg_controllen = sizeof ctrl;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+    throw TransportError(std::string("cannot hand the segment to rgpud: ") + strerror(errno));
+}
+
+int recv_fd(int sock) {
+  char byte;
+  iovec v{&byte, 1};
+  char ctrl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = ctrl;
+  m.msg_controllen = sizeof ctrl;
+  if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1) return -1;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) return -1;
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
+
+// Server side of the setup: receive and check the client's segment, map it, acknowledge.
+std::unique_ptr<Connection> adopt_client(int sock) {
+  ucred cred{};
+  socklen_t clen = sizeof cred;
+  getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &clen);
+  std::string peer = "local pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid);
+  timeval tv{10, 0};
+  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  int fd = recv_fd(sock);
+  if (fd < 0) {
+    close(sock);
+    throw TransportError("shared-memory client " + peer + " sent no segment");
+  }
+  struct stat st {};
+  Segment head{};
+  bool ok = fstat(fd, &st) == 0 && pread(fd, &head, sizeof head, 0) == sizeof head &&
+            head.magic == kMagic && head.ring_bytes >= 4096 && head.ring_bytes <= (1u << 30) &&
+            static_cast<size_t>(st.st_size) == segment_size(head.ring_bytes);
+  void* base =
+      ok ? mmap(nullptr, segment_size(head.ring_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+         : MAP_FAILED;
+  close(fd);
+  if (base == MAP_FAILED) {
+    close(sock);
+    throw TransportError("shared-memory client " + peer + " sent a malformed segment");
+  }
+  char ack = 'K';
+  if (send(sock, &ack, 1, MSG_NOSIGNAL) != 1) {
+    munmap(base, segment_size(head.ring_bytes));
+    close(sock);
+    throw TransportError("shared-memory client " + peer + " went away");
+  }
+  tv = timeval{0, 0};
+  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return std::make_unique<ShmConnection>(sock, base, head.ring_bytes, true, peer);
+}
+
+class ShmListener final : public Listener {
+ public:
+  ShmListener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  ~ShmListener() override { ::close(fd_); }
+  std::unique_ptr<Connection> accept() override {
+    int s = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (s < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) return nullptr;
+      throw TransportError(std::string("accept failed: ") + strerror(errno));
+    }
+    return adopt_client(s);
+  }
+  int fd() const override { return fd_; }
+  uint16_t port() const override { return 0; }
+  bool is_loopback() const override { return true; }
+  std::string address() const override { return "shm:@" + name_; }
+
+ private:
+  int fd_;
+  std::string name_;
+};
+
+}  // namespace
+
+int shm_accept(const Listener& listener) {
+  int s = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  if (s < 0 && errno != EINTR && errno != ECONNABORTED)
+    throw TransportError(std::string("accept failed: ") + strerror(errno));
+  return s;
+}
+
+std::unique_ptr<Connection> shm_adopt(int sock) { return adopt_client(sock); }
+
+std::string shm_socket_name(uint16_t port) { return "rgpud-" + std::to_string(port); }
+
+std::unique_ptr<Connection> shm_connect(const std::string& name) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) throw TransportError(std::string("socket: ") + strerror(errno));
+  socklen_t len;
+  sockaddr_un a = abstract_address(name, len);
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    int e = errno;
+    close(s);
+    throw TransportError("cannot reach rgpud's shared-memory socket @" + name + ": " + strerror(e));
+  }
+  int fd = -1;
+  void* base = nullptr;
+  try {
+    base = create_segment(kRingBytes, fd);
+    send_fd(s, fd);
+    close(fd);
+    fd = -1;
+    char ack = 0;
+    timeval tv{10, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (recv(s, &ack, 1, 0) != 1 || ack != 'K')
+      throw TransportError("rgpud did not accept the shared-memory segment");
+    tv = timeval{0, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  } catch (...) {
+    if (fd >= 0) close(fd);
+    if (base) munmap(base, segment_size(kRingBytes));
+    close(s);
+    throw;
+  }
+  return std::make_unique<ShmConnection>(s, base, kRingBytes, false, "rgpud (shm @" + name + ")");
+}
+
+std::unique_ptr<Listener> shm_listen(const std::string& name) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) throw TransportError(std::string("socket: ") + strerror(errno));
+  socklen_t len;
+  sockaddr_un a = abstract_address(name, len);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(s, 64) != 0) {
+    int e = errno;
+    close(s);
+    throw TransportError("cannot listen on @" + name + ": " + strerror(e));
+  }
+  return std::make_unique<ShmListener>(s, name);
+}
+
+void shm_pair(std::unique_ptr<Connection>& a, std::unique_ptr<Connection>& b, size_t ring) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    throw TransportError("socketpair failed");
+  int fd = -1;
+  void* base = create_segment(ring, fd);
+  void* base2 = mmap(nullptr, segment_size(ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  a = std::make_unique<ShmConnection>(sv[0], base, ring, false, "test client");
+  b = std::make_unique<ShmConnection>(sv[1], base2, ring, true, "test server");
+}
+
+}  // namespace rgpu::transport
