@@ -117,6 +117,10 @@ class Executor {
   virtual Status occupancy(int dev, uint64_t kernel, int32_t block_size, uint64_t dynamic_smem,
                            uint32_t flags, int32_t& blocks) = 0;
 
+  // Makes server host memory (a client's shared segment) page-locked for the GPU, and undoes it.
+  virtual Status host_register(void* p, size_t size) = 0;
+  virtual Status host_unregister(void* p) = 0;
+
   // Page-locked host memory for staging copies (allocated once per session and reused).
   virtual void* alloc_staging(size_t bytes) = 0;
   virtual void free_staging(void* p) = 0;

@@ -27,8 +27,10 @@ struct HostRange {
   uint64_t base = 0;
   uint64_t size = 0;
   unsigned flags = 0;
-  bool registered = false;  // cudaHostRegister (else allocated by us)
-  int device = 0;           // current device when it was made page-locked
+  bool registered = false;     // cudaHostRegister (else allocated by us)
+  int device = 0;              // current device when it was made page-locked
+  uint64_t segment = 0;        // shared with a co-located server (shm transport), else 0
+  const void* link = nullptr;  // the ServerLink that maps the segment
 };
 
 class AddressMap {

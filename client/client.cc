@@ -182,6 +182,19 @@ CudaError Client::plan_copy(const void* dst, size_t dpitch, const void* src, siz
   return err::Success;
 }
 
+bool Client::copy_shared(const void* host, uint64_t device_ptr, size_t n, bool to_device, int dev,
+                         const Stream* stream, CudaError* result) {
+  auto r = map_.find_host(u64(host));
+  if (!r || !r->segment || u64(host) + n > r->base + r->size) return false;
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l || r->link != l) return false;
+  MemcpyShmReq q{devices_[dev].spec.gpu, device_ptr, r->segment, u64(host) - r->base, n, to_device,
+                 stream ? stream->id : 0};
+  *result = stream ? l->call<MemcpyShmAsyncMsg>(q) : l->call<MemcpyShmMsg>(q);
+  return true;
+}
+
 CudaError Client::memcpy(void* dst, const void* src, size_t n, CopyKind kind) {
   return memcpy2d(dst, n, src, n, n, 1, kind);
 }
@@ -206,6 +219,9 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
     }
     case CopyKind::HostToDevice: {
       if (!d_ok || s_dev) return err::InvalidValue;
+      CudaError shared;
+      if (height == 1 && copy_shared(src, u64(dst), width, true, ddev, nullptr, &shared))
+        return shared;
       CudaError e;
       ServerLink* l = link(ddev, &e);
       if (!l) return e;
@@ -228,6 +244,9 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
     }
     case CopyKind::DeviceToHost: {
       if (!s_ok || d_dev) return err::InvalidValue;
+      CudaError shared;
+      if (height == 1 && copy_shared(dst, u64(src), width, false, sdev, nullptr, &shared))
+        return shared;
       CudaError e;
       ServerLink* l = link(sdev, &e);
       if (!l) return e;
@@ -281,9 +300,30 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
     *ptr = nullptr;
     return err::Success;
   }
+  // With a co-located server the memory is a segment both map, page-locked for the GPU by the
+  // server: copies to and from it are one DMA.  Otherwise it is ordinary memory of this process.
+  const int dev = current_device();
+  CudaError e;
+  ServerLink* l = check_device(dev) == err::Success ? link(dev, &e) : nullptr;
+  if (l && l->shared_memory()) {
+    int fd = memfd_create("rgpu-pinned", MFD_CLOEXEC);
+    void* p = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(size)) == 0)
+      p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    uint64_t id = l->new_id();
+    if (p != MAP_FAILED &&
+        l->register_segment(devices_[dev].spec.gpu, id, fd, size) == err::Success) {
+      close(fd);
+      map_.add_host(HostRange{u64(p), size, flags, false, dev, id, l});
+      *ptr = p;
+      return err::Success;
+    }
+    if (p != MAP_FAILED) munmap(p, size);
+    if (fd >= 0) close(fd);
+  }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return err::MemoryAllocation;
-  map_.add_host(HostRange{u64(p), size, flags, false, current_device()});
+  map_.add_host(HostRange{u64(p), size, flags, false, dev});
   *ptr = p;
   return err::Success;
 }
@@ -295,6 +335,10 @@ CudaError Client::host_free(void* ptr) {
   if (r->registered) {
     map_.add_host(*r);
     return err::InvalidValue;
+  }
+  if (r->segment) {
+    auto* l = static_cast<ServerLink*>(const_cast<void*>(r->link));
+    l->call<HostShmUnregisterMsg>(HostShmUnregisterReq{r->segment});
   }
   munmap(ptr, r->size);
   return err::Success;

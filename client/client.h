@@ -147,6 +147,10 @@ class Client {
   };
   CudaError plan_copy(const void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                       size_t height, CopyKind kind, CopyPlan* plan) const;
+  // A 1-D copy between device memory and a shared page-locked segment of the same server: one
+  // DMA on the server, no bytes on the transport.  False when the copy does not qualify.
+  bool copy_shared(const void* host, uint64_t device_ptr, size_t n, bool to_device, int dev,
+                   const Stream* stream, CudaError* result);
   CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
                       const LoadedModule** lm);
   Event* find_event(uint64_t handle);

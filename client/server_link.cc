@@ -257,6 +257,18 @@ CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> bo
   return err::Success;
 }
 
+CudaError ServerLink::register_segment(uint32_t gpu, uint64_t id, int fd, uint64_t size) {
+  if (CudaError e = ensure_connected(); e != err::Success) return e;
+  std::lock_guard<std::mutex> lock(fd_mu_);
+  try {
+    conn_->send_fd(fd);
+  } catch (const std::exception& ex) {
+    LOG_INFO("cannot share page-locked memory: %s", ex.what());
+    return err::NotSupported;
+  }
+  return call<HostShmRegisterMsg>(HostShmRegisterReq{gpu, id, size});
+}
+
 CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
   const uint64_t id = new_id();

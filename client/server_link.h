@@ -72,6 +72,10 @@ class ServerLink {
                                std::move(rows), width);
   }
 
+  // Shared page-locked memory (shm transport only): hands the server the memfd of a segment.
+  bool shared_memory() const { return hello_.transport == "shm"; }
+  CudaError register_segment(uint32_t gpu, uint64_t id, int fd, uint64_t size);
+
   // Queues a host function: `fn` runs on the callback thread when the stream reaches it.
   CudaError host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn);
 
@@ -119,6 +123,7 @@ class ServerLink {
   bool tried_ = false;
   std::atomic<bool> connected_{false};  // handshake done (later failures: state_)
   std::mutex send_mu_;
+  std::mutex fd_mu_;  // a descriptor and the request that names it go out together
 
   // Shared with the receiver thread.
   std::mutex mu_;

@@ -245,6 +245,8 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
     }
     case CopyKind::HostToDevice: {
       if (!d_ok || s_dev || ddev != s.device) return err::InvalidValue;
+      CudaError shared;
+      if (height == 1 && copy_shared(src, u64(dst), width, true, ddev, &s, &shared)) return shared;
       std::vector<iovec> rows(height);
       for (size_t i = 0; i < height; ++i)
         rows[i] = {const_cast<char*>(static_cast<const char*>(src)) + i * spitch, width};
@@ -254,6 +256,8 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
     }
     case CopyKind::DeviceToHost: {
       if (!s_ok || d_dev || sdev != s.device) return err::InvalidValue;
+      CudaError shared;
+      if (height == 1 && copy_shared(dst, u64(src), width, false, sdev, &s, &shared)) return shared;
       std::vector<iovec> rows(height);
       for (size_t i = 0; i < height; ++i) rows[i] = {static_cast<char*>(dst) + i * dpitch, width};
       return l->call_with_async_data<MemcpyDtoHAsyncMsg>(

@@ -239,6 +239,36 @@ struct DeviceCanAccessPeerRep {
 using DeviceEnablePeerReq = PeerReq;
 using DeviceEnablePeerRep = Empty;
 
+// ---- page-locked memory shared with a co-located client (shared-memory transport) -------------------
+// The client creates a memfd for cudaMallocHost, passes the descriptor beside the byte stream, and
+// registers it: the server maps it and page-locks it for the GPU, so copies to and from it are one
+// DMA with no byte crossing the transport.
+struct HostShmRegisterReq {
+  uint32_t device = 0;
+  uint64_t id = 0;  // the client's name for the segment
+  uint64_t size = 0;
+  RGPU_FIELDS(device, id, size)
+};
+using HostShmRegisterRep = Empty;
+struct HostShmUnregisterReq {
+  uint64_t id = 0;
+  RGPU_FIELDS(id)
+};
+using HostShmUnregisterRep = Empty;
+struct MemcpyShmReq {
+  uint32_t device = 0;
+  uint64_t device_ptr = 0;
+  uint64_t segment = 0;
+  uint64_t offset = 0;  // in the segment
+  uint64_t size = 0;
+  bool to_device = true;
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, device_ptr, segment, offset, size, to_device, stream)
+};
+using MemcpyShmRep = Empty;
+using MemcpyShmAsyncReq = MemcpyShmReq;
+using MemcpyShmAsyncRep = Empty;
+
 // ---- streams, events, host callbacks
 // ------------------------------------------------------------- Stream and event ids are chosen by
 // the client (unique per connection, never 0), so creating one needs no round trip.  Stream 0 is

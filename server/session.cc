@@ -1,5 +1,6 @@
 #include "server/session.h"
 
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -49,6 +50,10 @@ Session::~Session() {
   for (size_t d = 0; d < allocs_.size(); ++d) {
     exec_.synchronize(static_cast<int>(d));
     for (uint64_t p : allocs_[d].allocations()) exec_.mem_free(static_cast<int>(d), p);
+  }
+  for (auto& [id, seg] : shared_) {
+    exec_.host_unregister(seg.base);
+    munmap(seg.base, seg.size);
   }
 }
 

@@ -104,6 +104,11 @@ class Session {
   Status on(proto::EventElapsedMsg, const proto::EventElapsedReq&, proto::EventElapsedRep&);
   Status on(proto::HostFuncMsg, const proto::HostFuncReq&, proto::Empty&);
   Status on(proto::CallbackDoneMsg, const proto::CallbackDoneReq&, proto::Empty&);
+  Status on(proto::HostShmRegisterMsg, const proto::HostShmRegisterReq&, proto::Empty&);
+  Status on(proto::HostShmUnregisterMsg, const proto::HostShmUnregisterReq&, proto::Empty&);
+  Status on(proto::MemcpyShmMsg, const proto::MemcpyShmReq&, proto::Empty&);
+  Status on(proto::MemcpyShmAsyncMsg, const proto::MemcpyShmReq&, proto::Empty&);
+  Status copy_shm(const proto::MemcpyShmReq& q, bool async);
   // Handshake messages arriving after the handshake are protocol errors.
   Status on(proto::HelloMsg, const proto::HelloReq&, proto::HelloRep&);
   Status on(proto::AuthMsg, const proto::AuthReq&, proto::Empty&);
@@ -167,6 +172,11 @@ class Session {
     uint64_t handle;
   };
   std::map<uint64_t, Object> streams_, events_;  // by client id
+  struct SharedSegment {
+    char* base;
+    uint64_t size;
+  };
+  std::map<uint64_t, SharedSegment> shared_;  // the client's page-locked segments, by its id
   struct Module {
     uint64_t handle = 0;
     fatbin::ModuleInfo info;

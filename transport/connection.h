@@ -34,6 +34,13 @@ class Connection {
   // Receives that wait longer than this fail (0: wait forever).
   virtual void set_recv_timeout(int seconds) = 0;
   virtual const char* kind() const = 0;  // "tcp", "shm"
+  // Passing file descriptors to the peer (shared memory only): the descriptor travels beside the
+  // byte stream; the receiver takes it when the message that names it arrives.
+  virtual bool can_pass_fds() const { return false; }
+  virtual void send_fd(int /*fd*/) {
+    throw TransportError("this transport cannot pass descriptors");
+  }
+  virtual int recv_fd() { throw TransportError("this transport cannot pass descriptors"); }
 
   void send(const void* p, size_t n) {
     iovec v{const_cast<void*>(p), n};

@@ -70,7 +70,9 @@ struct CudaDriver {
   X(cuMemcpyPeerAsync,                                                                         \
     CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))            \
   X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                             \
-  X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))
+  X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))                          \
+  X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                       \
+  X(cuMemHostUnregister, CUresult (*)(void*))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

@@ -305,6 +305,15 @@ class CudaExecutor final : public Executor {
     return s;
   }
 
+  Status host_register(void* p, size_t size) override {
+    if (Status s = use(0); !s.ok()) return s;
+    return check(drv_.cuMemHostRegister_v2(p, size, CU_MEMHOSTREGISTER_PORTABLE));
+  }
+  Status host_unregister(void* p) override {
+    if (Status s = use(0); !s.ok()) return s;
+    return check(drv_.cuMemHostUnregister(p));
+  }
+
   void* alloc_staging(size_t bytes) override {
     if (!use(0).ok()) return nullptr;
     void* p = nullptr;

@@ -327,6 +327,8 @@ class HostExecutor final : public Executor {
     return Status::success();
   }
 
+  Status host_register(void*, size_t) override { return Status::success(); }
+  Status host_unregister(void*) override { return Status::success(); }
   void* alloc_staging(size_t bytes) override { return malloc(bytes); }
   void free_staging(void* p) override { ::free(p); }
 

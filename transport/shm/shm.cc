@@ -46,6 +46,9 @@ struct Segment {
 
 size_t segment_size(size_t ring) { return sizeof(Segment) + 2 * ring; }
 
+void send_fd(int sock, int fd);
+int recv_fd(int sock);
+
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expect) {
   timespec ts{0, 50 * 1000 * 1000};  // wake up now and then to see whether the peer is alive
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expect, &ts, nullptr, 0);
@@ -135,6 +138,13 @@ class ShmConnection final : public Connection {
   int fd() const override { return sock_; }
   void set_recv_timeout(int seconds) override { recv_timeout_s_ = seconds; }
   const char* kind() const override { return "shm"; }
+  bool can_pass_fds() const override { return true; }
+  void send_fd(int fd) override { transport::send_fd(sock_, fd); }
+  int recv_fd() override {
+    int fd = transport::recv_fd(sock_);
+    if (fd < 0) throw TransportError("the client sent no descriptor");
+    return fd;
+  }
 
  private:
   // Copies up to `len` available bytes; waits for at least one.  Returns 0 only when the peer

@@ -1,0 +1,72 @@
+// Page-locked memory shared with a co-located client: segments arrive as descriptors beside the
+// byte stream; the server maps them and page-locks them for the GPU, and copies between them and
+// device memory are a single DMA.
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "server/session.h"
+
+namespace rgpu::server {
+
+using namespace rgpu::proto;
+using backend::Rect;
+using Status = backend::Status;
+
+Status Session::on(HostShmRegisterMsg, const HostShmRegisterReq& q, Empty&) {
+  if (Status s = check_device(q.device); !s.ok()) return s;
+  if (!conn_.can_pass_fds())
+    return Status::fail(err::NotSupported, "shared page-locked memory needs the shm transport");
+  int fd = conn_.recv_fd();
+  struct stat st {};
+  bool ok = q.id && !shared_.count(q.id) && fstat(fd, &st) == 0 &&
+            static_cast<uint64_t>(st.st_size) == q.size && q.size > 0;
+  void* p = ok ? mmap(nullptr, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  close(fd);
+  if (p == MAP_FAILED) return Status::fail(err::InvalidValue, "bad shared segment");
+  if (Status s = exec_.host_register(p, q.size); !s.ok()) {
+    munmap(p, q.size);
+    return s;
+  }
+  shared_[q.id] = SharedSegment{static_cast<char*>(p), q.size};
+  return Status::success();
+}
+
+Status Session::on(HostShmUnregisterMsg, const HostShmUnregisterReq& q, Empty&) {
+  auto it = shared_.find(q.id);
+  if (it == shared_.end()) return Status::fail(err::InvalidValue, "no such shared segment");
+  for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+  exec_.host_unregister(it->second.base);
+  munmap(it->second.base, it->second.size);
+  shared_.erase(it);
+  return Status::success();
+}
+
+Status Session::copy_shm(const MemcpyShmReq& q, bool async) {
+  auto it = shared_.find(q.segment);
+  if (it == shared_.end()) return Status::fail(err::InvalidValue, "no such shared segment");
+  if (q.offset > it->second.size || q.size > it->second.size - q.offset)
+    return Status::fail(err::InvalidValue, "range outside the shared segment");
+  if (Status s = check_range(q.device, q.device_ptr, q.size, q.size, 1); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
+  if (q.size == 0) return Status::success();
+  const int d = static_cast<int>(q.device);
+  char* host = it->second.base + q.offset;
+  Rect r{q.size, 1};
+  if (q.to_device)
+    return async ? exec_.copy_to_device_async(d, q.device_ptr, q.size, host, q.size, r, stream)
+                 : exec_.copy_to_device(d, q.device_ptr, q.size, host, q.size, r);
+  if (!async && launched_) {
+    if (Status s = exec_.stream_synchronize(d, 0); !s.ok()) return s;
+    forward_output();
+  }
+  return async ? exec_.copy_to_host_async(d, host, q.size, q.device_ptr, q.size, r, stream)
+               : exec_.copy_to_host(d, host, q.size, q.device_ptr, q.size, r);
+}
+
+Status Session::on(MemcpyShmMsg, const MemcpyShmReq& q, Empty&) { return copy_shm(q, false); }
+Status Session::on(MemcpyShmAsyncMsg, const MemcpyShmReq& q, Empty&) { return copy_shm(q, true); }
+
+}  // namespace rgpu::server
