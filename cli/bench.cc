@@ -32,10 +32,12 @@ struct Result {
   std::string mode;  // native, rgpu, link
   double value = 0;
   std::string unit;
+  std::string transport;  // rgpu's: tcp or shm
 };
 
 // Runs the measuring program with `env` added; returns its results (empty on failure).
 std::vector<Result> run_worker(const std::string& worker, const std::string& mode,
+                               const std::string& transport,
                                const std::vector<std::pair<std::string, std::string>>& env,
                                uint64_t max_bytes, std::string& device) {
   int out[2];
@@ -60,7 +62,7 @@ std::vector<Result> run_worker(const std::string& worker, const std::string& mod
     unsigned long long bytes;
     double value;
     if (sscanf(line, "RESULT %63s %llu %lf %31s", op, &bytes, &value, unit) == 4)
-      results.push_back({op, bytes, mode, value, unit});
+      results.push_back({op, bytes, mode, value, unit, transport});
     else if (strncmp(line, "DEVICE ", 7) == 0)
       device = std::string(line + 7, strcspn(line + 7, "\n"));
   }
@@ -103,7 +105,7 @@ std::vector<Result> measure_link(uint64_t max_bytes) {
       us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
-  results.push_back({"sync_call", 0, "link", us[us.size() / 2], "us"});
+  results.push_back({"sync_call", 0, "link", us[us.size() / 2], "us", ""});
   client->shutdown();
   echo.join();
 
@@ -135,7 +137,7 @@ std::vector<Result> measure_link(uint64_t max_bytes) {
     t0 = Clock::now();
     transfer(reps);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    results.push_back({"stream", bytes, "link", bytes * reps / s / 1e9, "GB/s"});
+    results.push_back({"stream", bytes, "link", bytes * reps / s / 1e9, "GB/s", ""});
   }
   fprintf(stderr, "  raw TCP streams done\n");
   return results;
@@ -156,7 +158,7 @@ std::optional<Result> measure_ping() {
       us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
-  return Result{"ping", 0, "rgpu", us[us.size() / 2], "us"};
+  return Result{"ping", 0, "rgpu", us[us.size() / 2], "us", l->hello().transport};
 }
 
 std::string human(uint64_t b) {
@@ -170,9 +172,9 @@ std::string human(uint64_t b) {
 }
 
 const Result* find(const std::vector<Result>& rs, const std::string& op, uint64_t bytes,
-                   const std::string& mode) {
+                   const std::string& mode, const std::string& transport = "") {
   for (auto& r : rs)
-    if (r.op == op && r.bytes == bytes && r.mode == mode) return &r;
+    if (r.op == op && r.bytes == bytes && r.mode == mode && r.transport == transport) return &r;
   return nullptr;
 }
 
@@ -198,7 +200,8 @@ bool write_json(const std::string& path, const std::vector<Result>& rs) {
   out << "[\n";
   for (size_t i = 0; i < rs.size(); ++i)
     out << "  {\"op\": \"" << rs[i].op << "\", \"bytes\": " << rs[i].bytes << ", \"mode\": \""
-        << rs[i].mode << "\", \"value\": " << rs[i].value << ", \"unit\": \"" << rs[i].unit << "\"}"
+        << rs[i].mode << "\", \"value\": " << rs[i].value << ", \"unit\": \"" << rs[i].unit << "\""
+        << (rs[i].transport.empty() ? "" : ", \"transport\": \"" + rs[i].transport + "\"") << "}"
         << (i + 1 < rs.size() ? "," : "") << "\n";
   out << "]\n";
   return out.good();
@@ -213,12 +216,15 @@ rows = json.load(open(sys.argv[1]))
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
 styles = {"native": "-", "rgpu": "--", "link": ":"}
 for ax, direction in zip(axes, ["h2d", "d2h"]):
-    for mode in ["native", "rgpu"]:
+    for mode, transport in [("native", None), ("rgpu", "tcp"), ("rgpu", "shm")]:
         for mem in ["pinned", "pageable"]:
             pts = sorted((r["bytes"], r["value"]) for r in rows
-                         if r["op"] == f"{direction}_{mem}" and r["mode"] == mode)
+                         if r["op"] == f"{direction}_{mem}" and r["mode"] == mode
+                         and r.get("transport") == transport)
             if pts:
-                ax.plot(*zip(*pts), styles[mode], marker="o", label=f"{mode} {mem}")
+                label = f"{mode} {transport} {mem}" if transport else f"{mode} {mem}"
+                ax.plot(*zip(*pts), styles[mode] if transport != "shm" else "-.", marker="o",
+                        label=label)
     pts = sorted((r["bytes"], r["value"]) for r in rows if r["op"] == "stream" and r["mode"] == "link")
     if pts:
         ax.plot(*zip(*pts), styles["link"], marker="x", color="black", label="raw TCP stream")
@@ -304,17 +310,25 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     fprintf(stderr, "rgpu bench: native run (NVIDIA's libcudart)...\n");
     const char* root = getenv("RGPU_CUDA_ROOT");
     std::string native_lib = std::string(root ? root : "/usr/local/cuda") + "/lib64";
-    auto r =
-        run_worker(worker, "native", {{"LD_LIBRARY_PATH", native_lib}}, max_bytes, device_native);
+    auto r = run_worker(worker, "native", "", {{"LD_LIBRARY_PATH", native_lib}}, max_bytes,
+                        device_native);
     all.insert(all.end(), r.begin(), r.end());
   } else {
     notes.push_back("native: skipped, no GPU on this machine");
   }
-  fprintf(stderr, "rgpu bench: through rgpu (%s)...\n", servers ? servers : "127.0.0.1:7766");
-  auto r = run_worker(worker, "rgpu", {{"LD_LIBRARY_PATH", lib_dir}}, max_bytes, device_rgpu);
-  all.insert(all.end(), r.begin(), r.end());
+  const bool local = !devices.empty() && is_loopback_name(devices[0].host);
+  std::vector<std::string> transports = {"tcp"};
+  if (local) transports.push_back("shm");
+  for (const std::string& t : transports) {
+    fprintf(stderr, "rgpu bench: through rgpu over %s (%s)...\n", t.c_str(),
+            servers ? servers : "127.0.0.1:7766");
+    auto r = run_worker(worker, "rgpu", t, {{"LD_LIBRARY_PATH", lib_dir}, {"RGPU_TRANSPORT", t}},
+                        max_bytes, device_rgpu);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  if (!local) notes.push_back("shm: skipped, the server is not on this machine");
   if (auto p = measure_ping()) all.push_back(*p);
-  if (!devices.empty() && is_loopback_name(devices[0].host)) {
+  if (local) {
     fprintf(stderr, "rgpu bench: raw link (TCP on loopback)...\n");
     auto l = measure_link(max_bytes);
     all.insert(all.end(), l.begin(), l.end());
@@ -326,19 +340,25 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   // The table.
   printf("\nrgpu bench — %s%s%s\n", device_rgpu.empty() ? "?" : device_rgpu.c_str(),
          device_native.empty() ? "" : "; native: ", device_native.c_str());
-  printf("%-16s %10s %13s %13s %13s %11s %9s\n", "operation", "bytes", "native", "rgpu", "raw link",
-         "rgpu/native", "rgpu/link");
+  printf("%-14s %8s %12s %12s %12s %12s %8s %8s %8s\n", "operation", "bytes", "native", "rgpu tcp",
+         "rgpu shm", "raw link", "tcp/nat", "shm/nat", "tcp/link");
   auto row = [&](const std::string& label, const std::string& op, uint64_t bytes,
                  const std::string& link_op) {
     const Result* n = find(all, op, bytes, "native");
-    const Result* g = find(all, op, bytes, "rgpu");
+    const Result* g = find(all, op, bytes, "rgpu", "tcp");
+    const Result* m = find(all, op, bytes, "rgpu", "shm");
     const Result* l = find(all, link_op, bytes, "link");
-    printf("%-16s %10s %13s %13s %13s %11s %9s\n", label.c_str(),
-           bytes ? human(bytes).c_str() : "-", cell(n).c_str(), cell(g).c_str(), cell(l).c_str(),
-           ratio(g, n).c_str(), ratio(g, l).c_str());
+    printf("%-14s %8s %12s %12s %12s %12s %8s %8s %8s\n", label.c_str(),
+           bytes ? human(bytes).c_str() : "-", cell(n).c_str(), cell(g).c_str(), cell(m).c_str(),
+           cell(l).c_str(), ratio(g, n).c_str(), ratio(m, n).c_str(), ratio(g, l).c_str());
   };
   row("sync call", "sync_call", 0, "sync_call");
-  row("ping (no GPU)", "ping", 0, "sync_call");
+  for (auto& p : all)
+    if (p.op == "ping")
+      printf("%-14s %8s %12s %12s %12s %12s   (rgpu's round trip without GPU work)\n", "ping", "-",
+             "-", p.transport == "tcp" ? cell(&p).c_str() : "-",
+             p.transport == "shm" ? cell(&p).c_str() : "-",
+             cell(find(all, "sync_call", 0, "link")).c_str());
   row("launch rate", "launch_rate", 0, "");
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
@@ -347,26 +367,47 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   // The targets (same run).
   uint64_t big = 4;
   while (big * 16 <= max_bytes) big *= 16;
-  printf("targets:\n");
+  printf("targets (TCP):\n");
   for (const char* op : {"h2d_pinned", "d2h_pinned"}) {
-    const Result* g = find(all, op, big, "rgpu");
+    const Result* g = find(all, op, big, "rgpu", "tcp");
     const Result* l = find(all, "stream", big, "link");
     if (g && l)
       printf("  %-11s %s: rgpu %.2f GB/s vs raw TCP %.2f GB/s = %.2f (target >= 0.90): %s\n", op,
              human(big).c_str(), g->value, l->value, g->value / l->value,
              g->value >= 0.9 * l->value ? "met" : "MISSED");
   }
-  const Result* sc = find(all, "sync_call", 0, "rgpu");
+  const Result* sc = find(all, "sync_call", 0, "rgpu", "tcp");
   const Result* rtt = find(all, "sync_call", 0, "link");
   if (sc && rtt)
     printf("  sync call: rgpu %.1f us vs raw round trip %.1f us + 5 us: %s\n", sc->value,
            rtt->value, sc->value <= rtt->value + 5 ? "met" : "MISSED");
   const Result* ln = find(all, "launch_rate", 0, "native");
-  const Result* lg = find(all, "launch_rate", 0, "rgpu");
+  const Result* lg = find(all, "launch_rate", 0, "rgpu", "tcp");
   if (ln && lg)
     printf("  launch rate: rgpu %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", lg->value,
            ln->value, lg->value / ln->value, lg->value >= 0.5 * ln->value ? "met" : "MISSED");
 
+  if (find(all, "sync_call", 0, "rgpu", "shm") && ln) {
+    printf("targets (shared memory, co-located):\n");
+    for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"}) {
+      const Result* m = find(all, op, big, "rgpu", "shm");
+      const Result* n = find(all, op, big, "native");
+      double want = strstr(op, "pinned") ? 0.95 : 0.90;
+      if (m && n)
+        printf("  %-12s %s: shm %.2f GB/s vs native %.2f GB/s = %.2f (target >= %.2f): %s\n", op,
+               human(big).c_str(), m->value, n->value, m->value / n->value, want,
+               m->value >= want * n->value ? "met" : "MISSED");
+    }
+    const Result* ms = find(all, "sync_call", 0, "rgpu", "shm");
+    const Result* ns = find(all, "sync_call", 0, "native");
+    if (ms && ns)
+      printf("  sync call: shm %.1f us vs native %.1f us + 5 us: %s\n", ms->value, ns->value,
+             ms->value <= ns->value + 5 ? "met" : "MISSED");
+    const Result* ml = find(all, "launch_rate", 0, "rgpu", "shm");
+    if (ml)
+      printf("  launch rate: shm %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", ml->value,
+             ln->value, ml->value / ln->value, ml->value >= 0.5 * ln->value ? "met" : "MISSED");
+  }
   if (!json.empty() && !write_json(json, all)) {
     fprintf(stderr, "rgpu bench: cannot write %s\n", json.c_str());
     return 1;
@@ -378,7 +419,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     if (json.empty()) unlink(tmp.c_str());
     if (!ok) return 1;
   }
-  return find(all, "sync_call", 0, "rgpu") ? 0 : 1;
+  return find(all, "sync_call", 0, "rgpu", "tcp") ? 0 : 1;
 }
 
 }  // namespace rgpu::cli
