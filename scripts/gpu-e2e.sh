@@ -64,6 +64,8 @@ limited() {
 }
 native() { LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 remote() { RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" limited "$(basename "$1")-rgpu" 60 "$@"; }
+# Both transports: TCP, and shared memory (co-located).
+remote_on() { local t=$1; shift; RGPU_TRANSPORT=$t remote "$@"; }
 verdict() {  # exit code, stdout file
   local n
   n=$(grep -c '^FAIL' "$2")
@@ -79,12 +81,15 @@ for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
   LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \
     "$build/cuda/$p" >"$out/$p.native.out" 2>"$out/$p.native.err"; nrc=$?
-  remote "$build/cuda/$p" >"$out/$p.rgpu.out" 2>"$out/$p.rgpu.err"; rrc=$?
-  if diff "$out/$p.native.out" "$out/$p.rgpu.out" >"$out/$p.diff"; then same=identical; else same=DIFFERENT; fi
-  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
-  [ "$same" = identical ] || cat "$out/$p.diff"
-  rows+=("$(printf '%-20s %-16s %-16s %s' "$p" "$(verdict $nrc "$out/$p.native.out")" \
-    "$(verdict $rrc "$out/$p.rgpu.out")" "$same")")
+  remote_on tcp "$build/cuda/$p" >"$out/$p.rgpu.out" 2>"$out/$p.rgpu.err"; rrc=$?
+  remote_on shm "$build/cuda/$p" >"$out/$p.shm.out" 2>"$out/$p.shm.err"; src=$?
+  same=identical
+  diff "$out/$p.native.out" "$out/$p.rgpu.out" >"$out/$p.diff" || same=DIFFERENT
+  diff "$out/$p.native.out" "$out/$p.shm.out" >"$out/$p.shm.diff" || same=DIFFERENT
+  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ $src -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
+  [ "$same" = identical ] || cat "$out/$p.diff" "$out/$p.shm.diff"
+  rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "$p" "$(verdict $nrc "$out/$p.native.out")" \
+    "$(verdict $rrc "$out/$p.rgpu.out")" "$(verdict $src "$out/$p.shm.out")" "$same")")
 done
 
 echo "== unsupported (rgpu only)"
@@ -131,15 +136,15 @@ cp "$out/bench.txt" "$results/bench.txt"
 {
 echo
 echo "rgpu GPU end-to-end: $card; rgpud --backend cuda on $servers"
-printf '%-20s %-16s %-16s %s\n' program native rgpu "stdout native vs rgpu"
+printf '%-20s %-12s %-12s %-12s %s\n' program native "rgpu tcp" "rgpu shm" "stdout vs native"
 for r in "${rows[@]}"; do echo "$r"; done
-printf '%-20s %-16s %-16s %s\n' "256MiB pinned GB/s" "$(bw "$out/hello.native")" "$(bw "$out/hello.rgpu")" "H2D/D2H, one cudaMemcpy each"
+printf '%-20s %-16s %-16s %s\n' "256MiB pinned GB/s" "$(bw "$out/hello.native")" "$(bw "$out/hello.rgpu")" "H2D/D2H, one cudaMemcpy each (rgpu: auto = shm)"
 printf '%-20s %-16s %-16s %s\n' "launches/s" "$launch_native" "$launch_rgpu" \
   "$(awk -v a="$launch_rgpu" -v b="$launch_native" 'BEGIN{if (b > 0) printf "rgpu/native %.2f", a/b}'), 100000 empty launches"
 printf '%-20s %-16s %-16s %s\n' "kernel+copy overlap" "$(ovl "$out/overlap.native.err")" \
   "$(ovl "$out/overlap.rgpu.err")" "time of both at once / sum of each alone (lower: more overlap)"
 printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
-grep -A4 '^targets:' "$out/bench.txt"
+sed -n '/^targets/,$p' "$out/bench.txt"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
 cp "$out/summary.txt" "$results/summary.txt"
