@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "common/log.h"
 
@@ -195,6 +196,61 @@ bool Client::copy_shared(const void* host, uint64_t device_ptr, size_t n, bool t
   return true;
 }
 
+namespace {
+constexpr size_t kBounceHalf = 8u << 20;
+constexpr size_t kBounceMin = 4u << 20;
+}  // namespace
+
+bool Client::copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, CudaError* result) {
+  if (n < kBounceMin) return false;
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l || !l->shared_memory()) return false;
+  Bounce* b;
+  {
+    std::lock_guard<std::mutex> lock(bounces_mu_);
+    auto& slot = bounces_[l];
+    if (!slot) {
+      auto nb = std::make_unique<Bounce>();
+      int fd = memfd_create("rgpu-bounce", MFD_CLOEXEC);
+      void* p = MAP_FAILED;
+      if (fd >= 0 && ftruncate(fd, 2 * kBounceHalf) == 0)
+        p = mmap(nullptr, 2 * kBounceHalf, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      uint64_t id = l->new_id();
+      if (p == MAP_FAILED ||
+          l->register_segment(devices_[dev].spec.gpu, id, fd, 2 * kBounceHalf) != err::Success) {
+        if (p != MAP_FAILED) munmap(p, 2 * kBounceHalf);
+        if (fd >= 0) close(fd);
+        return false;
+      }
+      close(fd);
+      nb->base = static_cast<char*>(p);
+      nb->segment = id;
+      slot = std::move(nb);
+    }
+    b = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(b->mu);
+  const uint32_t gpu = devices_[dev].spec.gpu;
+  auto dma = [&](size_t chunk) {  // device -> half (chunk % 2) of the bounce segment
+    size_t off = chunk * kBounceHalf, len = std::min(kBounceHalf, n - off);
+    return l->call<MemcpyShmMsg>(
+        MemcpyShmReq{gpu, src + off, b->segment, (chunk % 2) * kBounceHalf, len, false, 0});
+  };
+  const size_t chunks = (n + kBounceHalf - 1) / kBounceHalf;
+  *result = dma(0);
+  for (size_t c = 0; c < chunks && *result == err::Success; ++c) {
+    CudaError next = err::Success;
+    std::thread ahead;
+    if (c + 1 < chunks) ahead = std::thread([&] { next = dma(c + 1); });
+    size_t off = c * kBounceHalf, len = std::min(kBounceHalf, n - off);
+    std::memcpy(static_cast<char*>(dst) + off, b->base + (c % 2) * kBounceHalf, len);
+    if (ahead.joinable()) ahead.join();
+    *result = next;
+  }
+  return true;
+}
+
 CudaError Client::memcpy(void* dst, const void* src, size_t n, CopyKind kind) {
   return memcpy2d(dst, n, src, n, n, 1, kind);
 }
@@ -247,6 +303,7 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
       CudaError shared;
       if (height == 1 && copy_shared(dst, u64(src), width, false, sdev, nullptr, &shared))
         return shared;
+      if (height == 1 && copy_through_bounce(dst, u64(src), width, sdev, &shared)) return shared;
       CudaError e;
       ServerLink* l = link(sdev, &e);
       if (!l) return e;

@@ -151,6 +151,10 @@ class Client {
   // DMA on the server, no bytes on the transport.  False when the copy does not qualify.
   bool copy_shared(const void* host, uint64_t device_ptr, size_t n, bool to_device, int dev,
                    const Stream* stream, CudaError* result);
+  // A large device-to-host copy into ordinary memory over shared memory: the GPU writes chunks
+  // into a shared bounce segment while this process copies the previous chunk out (one CPU copy,
+  // overlapped with the DMA).  False when the copy does not qualify.
+  bool copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, CudaError* result);
   CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
                       const LoadedModule** lm);
   Event* find_event(uint64_t handle);
@@ -165,6 +169,13 @@ class Client {
   std::mutex info_mu_;
   AddressMap map_;
   Registry registry_;
+  struct Bounce {
+    std::mutex mu;  // one copy at a time through it
+    char* base = nullptr;
+    uint64_t segment = 0;
+  };
+  std::map<const ServerLink*, std::unique_ptr<Bounce>> bounces_;
+  std::mutex bounces_mu_;
   std::mutex objects_mu_;
   std::set<Stream*> streams_;  // live streams and events, to refuse stale handles
   std::set<Event*> events_;
