@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -199,6 +200,25 @@ bool Client::copy_shared(const void* host, uint64_t device_ptr, size_t n, bool t
 namespace {
 constexpr size_t kBounceHalf = 8u << 20;
 constexpr size_t kBounceMin = 4u << 20;
+
+// One thread's memcpy does not keep up with the GPU's DMA: split large copies over a few threads.
+void parallel_copy(char* dst, const char* src, size_t len) {
+  static const unsigned n = std::max(1u, std::min(4u, std::thread::hardware_concurrency() / 2));
+  if (n == 1 || len < (1u << 20)) {
+    std::memcpy(dst, src, len);
+    return;
+  }
+  std::thread helpers[4];
+  size_t part = (len + n - 1) / n;
+  for (unsigned i = 1; i < n; ++i) {
+    size_t off = i * part;
+    if (off < len)
+      helpers[i] = std::thread([=] { std::memcpy(dst + off, src + off, std::min(part, len - off)); });
+  }
+  std::memcpy(dst, src, std::min(part, len));
+  for (unsigned i = 1; i < n; ++i)
+    if (helpers[i].joinable()) helpers[i].join();
+}
 }  // namespace
 
 bool Client::copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, CudaError* result) {
@@ -244,7 +264,7 @@ bool Client::copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, Cud
     std::thread ahead;
     if (c + 1 < chunks) ahead = std::thread([&] { next = dma(c + 1); });
     size_t off = c * kBounceHalf, len = std::min(kBounceHalf, n - off);
-    std::memcpy(static_cast<char*>(dst) + off, b->base + (c % 2) * kBounceHalf, len);
+    parallel_copy(static_cast<char*>(dst) + off, b->base + (c % 2) * kBounceHalf, len);
     if (ahead.joinable()) ahead.join();
     *result = next;
   }
