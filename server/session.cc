@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -103,6 +104,17 @@ bool Session::handshake() {
     return false;
   }
   HelloReq hello = decode_message<HelloReq>(body.data(), body.size());
+  // A shared-memory client is a local process the kernel names (SO_PEERCRED): without a token,
+  // only the daemon's own user (or root) may use it; with one, the token decides, as over TCP.
+  long uid = conn_.peer_uid();
+  if (uid >= 0 && !config_.token && uid != static_cast<long>(geteuid()) && uid != 0) {
+    std::string msg = "user " + std::to_string(uid) +
+                      " may not use this rgpud over shared memory: it runs as user " +
+                      std::to_string(geteuid()) + " without a token (start it with --token-file)";
+    LOG_WARN("refusing %s: %s", conn_.peer().c_str(), msg.c_str());
+    send_now(conn_, h.type, kFlagReply, h.request_id, encode_error_reply(err::NotPermitted, msg));
+    return false;
+  }
   LOG_INFO("client %s: %s (%s)", conn_.peer().c_str(), hello.client_info.c_str(),
            hello.arch.c_str());
 

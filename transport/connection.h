@@ -37,6 +37,8 @@ class Connection {
   // Passing file descriptors to the peer (shared memory only): the descriptor travels beside the
   // byte stream; the receiver takes it when the message that names it arrives.
   virtual bool can_pass_fds() const { return false; }
+  // The peer's user id when the kernel vouches for it (unix sockets: SO_PEERCRED), else -1.
+  virtual long peer_uid() const { return -1; }
   virtual void send_fd(int /*fd*/) {
     throw TransportError("this transport cannot pass descriptors");
   }

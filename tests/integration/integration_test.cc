@@ -370,3 +370,17 @@ TEST(Transport, SharedMemoryNeedsALocalServerAndLeavesNoNames) {
   holder.kill_and_wait(SIGKILL);
   EXPECT_TRUE(d.alive());
 }
+
+TEST(Transport, SharedMemoryOfAnotherUserNeedsAToken) {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "needs root and setpriv to run a client as another user";
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = "shm";
+  Result r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                  cuda_program("mem_info")},
+                 env);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("may not use this rgpud over shared memory"), std::string::npos) << r.err;
+  EXPECT_TRUE(d.alive());
+}

@@ -59,8 +59,8 @@ void futex_wake(std::atomic<uint32_t>* word) {
 
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(int sock, void* base, size_t ring, bool server, std::string peer)
-      : sock_(sock), base_(base), ring_(ring), peer_(std::move(peer)) {
+  ShmConnection(int sock, void* base, size_t ring, bool server, std::string peer, long uid = -1)
+      : sock_(sock), base_(base), ring_(ring), peer_(std::move(peer)), uid_(uid) {
     auto* seg = static_cast<Segment*>(base);
     char* data = static_cast<char*>(base) + sizeof(Segment);
     tx_ = &seg->rings[server ? 1 : 0];
@@ -139,6 +139,7 @@ class ShmConnection final : public Connection {
   void set_recv_timeout(int seconds) override { recv_timeout_s_ = seconds; }
   const char* kind() const override { return "shm"; }
   bool can_pass_fds() const override { return true; }
+  long peer_uid() const override { return uid_; }
   void send_fd(int fd) override { transport::send_fd(sock_, fd); }
   int recv_fd() override {
     int fd = transport::recv_fd(sock_);
@@ -213,6 +214,7 @@ class ShmConnection final : public Connection {
   char* tx_data_;
   char* rx_data_;
   int recv_timeout_s_ = 0;
+  long uid_;
 };
 
 sockaddr_un abstract_address(const std::string& name, socklen_t& len) {
@@ -313,7 +315,8 @@ std::unique_ptr<Connection> adopt_client(int sock) {
   }
   tv = timeval{0, 0};
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return std::make_unique<ShmConnection>(sock, base, head.ring_bytes, true, peer);
+  return std::make_unique<ShmConnection>(sock, base, head.ring_bytes, true, peer,
+                                         static_cast<long>(cred.uid));
 }
 
 class ShmListener final : public Listener {
