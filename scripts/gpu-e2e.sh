@@ -39,6 +39,10 @@ if [ ! -s "$port_file" ]; then
   exit 1
 fi
 servers="127.0.0.1:$(cat "$port_file")"
+# Every GPU of the machine is a device of the rgpu runs too (RGPU_SERVERS host:port/0,/1,...).
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+all_devices=$servers
+for ((g = 1; g < gpus; g++)); do all_devices="$all_devices,$servers/$g"; done
 # Runs a command with a time limit; if it outlives it, saves the stacks of it and of rgpud's
 # session processes (cuda-gdb) to $out/hang-<name>.txt before killing it.
 limited() {
@@ -63,7 +67,7 @@ limited() {
   wait $pid
 }
 native() { LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-remote() { RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" limited "$(basename "$1")-rgpu" 60 "$@"; }
+remote() { RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" limited "$(basename "$1")-rgpu" 60 "$@"; }
 # Both transports: TCP, and shared memory (co-located).
 remote_on() { local t=$1; shift; RGPU_TRANSPORT=$t remote "$@"; }
 verdict() {  # exit code, stdout file
