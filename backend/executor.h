@@ -77,8 +77,19 @@ class Executor {
   virtual Status event_synchronize(int dev, uint64_t event) = 0;
   virtual Status event_elapsed(int dev, uint64_t start, uint64_t end, float& ms) = 0;
   // Runs fn(arg) on a backend thread once the stream's earlier work is done; the stream's later
-  // work waits until it returns.  fn must not call the executor.
+  // work waits until it returns.  That thread may hold driver locks (as CUDA's does): fn must not
+  // call the executor, take a lock that anyone holds across an executor call, or wait — it only
+  // hands work to rgpud's own threads (server/host_work.h).
   virtual Status host_func(int dev, uint64_t stream, void (*fn)(void*), void* arg) = 0;
+
+  // ---- gates: a stream held at a point until rgpud opens it (backend/gate.h) ----
+  // A gate is a 32-bit word from alloc_gate_words (device-visible on a GPU).  The stream's later
+  // work waits until (int32_t)(*word - value) >= 0.  open_gate() may be called from any thread: it
+  // is a memory store and a wakeup, never a CUDA call, never a wait.  This is how a stream waits
+  // for a client's host callback without a host function that blocks.
+  virtual uint32_t* alloc_gate_words(size_t count) = 0;
+  virtual void free_gate_words(uint32_t* words) = 0;
+  virtual Status gate_wait(int dev, uint64_t stream, uint32_t* word, uint32_t value) = 0;
 
   // ---- work on a stream ----
   // From/to page-locked server memory (staging buffers) that stays valid until the copy is done.

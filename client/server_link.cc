@@ -146,6 +146,7 @@ CudaError ServerLink::connect_locked() {
     }
     hello_ =
         ServerHello{rep.gpu_count, rep.driver_version, rep.backend, rep.server_info, conn_->kind()};
+    window_ = rep.payload_window;
     LOG_INFO("connected to %s at %s (%u GPU(s), %s backend)", rep.server_info.c_str(),
              address().c_str(), rep.gpu_count, rep.backend.c_str());
   } catch (const std::exception& ex) {
@@ -172,6 +173,7 @@ void ServerLink::fail_link(const std::string& why) {
   callbacks_.clear();
   cv_.notify_all();
   cb_cv_.notify_all();
+  window_cv_.notify_all();
   if (conn_) conn_->shutdown();
 }
 
@@ -208,6 +210,19 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != err::Success) return state_;
     waiting_[id] = &p;
+  } else if (n_out) {
+    // Flow control: asynchronous payload waits while the server holds a window's worth of it (the
+    // server gives bytes back with PayloadDone as its streams get past them).  One larger than the
+    // window goes alone.
+    uint64_t bytes = 0;
+    for (int i = 0; i < n_out; ++i) bytes += out[i].iov_len;
+    std::unique_lock<std::mutex> lock(mu_);
+    window_cv_.wait(lock, [&] {
+      return state_ != err::Success || window_ == 0 || async_out_ == 0 ||
+             async_out_ + bytes <= window_;
+    });
+    if (state_ != err::Success) return state_;
+    async_out_ += bytes;
   }
   try {
     send_frame(type, id, body, out, n_out);
@@ -348,6 +363,13 @@ void ServerLink::receive_loop() {
         case MsgId::AsyncData:
           receive_async_data(h, body);
           break;
+        case MsgId::PayloadDone: {
+          PayloadDoneMsg m = decode_message<PayloadDoneMsg>(body.data(), body.size());
+          std::lock_guard<std::mutex> lock(mu_);
+          async_out_ -= std::min(async_out_, m.bytes);
+          window_cv_.notify_all();
+          break;
+        }
         case MsgId::RunCallback: {
           RunCallbackMsg m = decode_message<RunCallbackMsg>(body.data(), body.size());
           std::lock_guard<std::mutex> lock(mu_);
@@ -359,7 +381,8 @@ void ServerLink::receive_loop() {
           break;
         }
         default:
-          throw ProtoError("unexpected frame from the server");
+          throw ProtoError("unexpected frame from the server (type " + std::to_string(h.type) +
+                           ')');
       }
     }
   } catch (const std::exception& ex) {

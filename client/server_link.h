@@ -127,8 +127,11 @@ class ServerLink {
 
   // Shared with the receiver thread.
   std::mutex mu_;
-  std::condition_variable cv_;     // callers sleeping for a reply
-  std::condition_variable cb_cv_;  // the callback thread
+  std::condition_variable cv_;         // callers sleeping for a reply
+  std::condition_variable cb_cv_;      // the callback thread
+  std::condition_variable window_cv_;  // senders of asynchronous payload waiting for the window
+  uint64_t window_ = 0;                // the server's payload window (0: none)
+  uint64_t async_out_ = 0;             // asynchronous payload bytes the server has not given back
   std::atomic<bool> has_pending_{false};
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported

@@ -16,7 +16,7 @@
 namespace rgpu::proto {
 
 constexpr uint32_t kMagic = 0x55504752;  // "RGPU" little-endian
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;
 
 enum class Mode : uint8_t { Sync, Async };
 enum class Payload : uint8_t { None, In, Out };
@@ -45,8 +45,11 @@ struct HelloRep {
   int32_t driver_version = 0;
   std::string backend;  // "cuda" or "host"
   std::string server_info;
+  // Bytes of asynchronous host-to-device payload the client may have outstanding (sent, not yet
+  // given back by PayloadDone): the server's page-locked payload budget.
+  uint64_t payload_window = 0;
   RGPU_FIELDS(magic, version, auth_required, challenge, gpu_count, driver_version, backend,
-              server_info)
+              server_info, payload_window)
 };
 struct AuthReq {
   std::array<uint8_t, 32> mac{};  // HMAC-SHA256(token, "rgpu-auth-v1" || challenge)
@@ -239,10 +242,10 @@ struct DeviceCanAccessPeerRep {
 using DeviceEnablePeerReq = PeerReq;
 using DeviceEnablePeerRep = Empty;
 
-// ---- page-locked memory shared with a co-located client (shared-memory transport) -------------------
-// The client creates a memfd for cudaMallocHost, passes the descriptor beside the byte stream, and
-// registers it: the server maps it and page-locks it for the GPU, so copies to and from it are one
-// DMA with no byte crossing the transport.
+// ---- page-locked memory shared with a co-located client (shared-memory transport)
+// ------------------- The client creates a memfd for cudaMallocHost, passes the descriptor beside
+// the byte stream, and registers it: the server maps it and page-locks it for the GPU, so copies to
+// and from it are one DMA with no byte crossing the transport.
 struct HostShmRegisterReq {
   uint32_t device = 0;
   uint64_t id = 0;  // the client's name for the segment
@@ -461,6 +464,13 @@ struct DeviceOutputMsg {
   RGPU_FIELDS(bytes)
 };
 
+// Sent by the server, unasked, when it let go of `bytes` of asynchronous host-to-device payload
+// (the stream is past the copy, or the request failed): flow control for the client's window.
+struct PayloadDoneMsg {
+  uint64_t bytes = 0;
+  RGPU_FIELDS(bytes)
+};
+
 // ---- the catalogue
 // --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {
@@ -471,6 +481,7 @@ enum class MsgId : uint16_t {
   DeviceOutput = 0x0005,
   AsyncData = 0x0006,
   RunCallback = 0x0007,
+  PayloadDone = 0x0009,
 };
 
 #define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                \

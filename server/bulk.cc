@@ -1,7 +1,8 @@
 // Bulk copies of a session.  Host-to-device payloads arrive (read by the reader thread) in
-// page-locked buffers the backend copies from directly; device-to-host data is copied into
-// page-locked buffers that the writer thread sends and then returns to the pool, so the DMA of one
-// chunk overlaps the sending of the previous one.  Rows are packed `width` bytes each on the wire.
+// the payload pool's buffers (page-locked when one is free) the backend copies from directly;
+// device-to-host data is copied into page-locked buffers that the writer thread sends and then
+// returns to the pool, so the DMA of one chunk overlaps the sending of the previous one.  Rows are
+// packed `width` bytes each on the wire.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -39,20 +40,9 @@ Status for_pieces(uint64_t a, uint64_t b, uint64_t width, uint64_t pitch,
   return Status::success();
 }
 
-struct Delivery {
-  Outbox* outbox;
-  BufferPool* pool;
-  uint64_t request_id;
-  uint64_t offset;
-  bool last;
-  char* buf;
-  size_t size;
-};
-
-struct Release {
-  BufferPool* pool;
-  std::vector<char*> buffers;
-};
+// An asynchronous copy gives its payload buffers back (and the bytes to the client's window) in
+// batches of this many, as the stream gets past them.
+constexpr size_t kReleaseBatch = 8;
 
 }  // namespace
 
@@ -61,8 +51,21 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
   const int d = static_cast<int>(dev);
   if (width == 0 || height == 0) return Status::success();
   PayloadStream& payload = *current_->payload;
-  // Asynchronous copies keep their buffers until the stream is past them.
-  auto* hold = async ? new Release{&in_pool_, {}} : nullptr;
+  // Asynchronous copies keep their buffers until the stream is past them; then the completion
+  // thread gives them back (never the host function itself: see server/host_work.h).
+  std::vector<char*> held;
+  uint64_t held_bytes = 0;
+  auto give_back = [&] {
+    if (held.empty()) return;
+    uint64_t bytes = held_bytes;
+    credit_left_ -= std::min(credit_left_, bytes);
+    host_work_.on_stream(exec_, d, stream, [this, bufs = std::move(held), bytes] {
+      for (char* p : bufs) in_pool_.release(p);
+      payload_done(bytes);
+    });
+    held.clear();
+    held_bytes = 0;
+  };
   Status status;
   uint64_t a = 0;
   // Each chunk is copied as soon as it has arrived, while the reader receives the next.
@@ -74,25 +77,18 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
         return async ? exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream)
                      : exec_.copy_to_device(d, dst + doff, dpitch, src, width, r);
       });
-    if (hold)
-      hold->buffers.push_back(c.data);
-    else
+    if (async) {
+      held.push_back(c.data);
+      held_bytes += c.size;
+      if (held.size() == kReleaseBatch) give_back();
+    } else {
       payload.release(c);
+    }
     a = b;
   }
+  if (async) give_back();
   if (a != width * height && status.ok())
     status = Status::fail(err::InvalidValue, "the client went away in the middle of a copy");
-  if (hold) {
-    auto release = [](void* arg) {
-      auto* h = static_cast<Release*>(arg);
-      for (char* p : h->buffers) h->pool->release(p);
-      delete h;
-    };
-    if (!exec_.host_func(d, stream, release, hold).ok()) {
-      exec_.stream_synchronize(d, stream);
-      release(hold);
-    }
-  }
   return status;
 }
 
@@ -105,6 +101,7 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
     if (Status s = exec_.stream_synchronize(d, 0); !s.ok()) return s;
     forward_output();
   }
+  host_work_.flush();  // data of asynchronous copies that finished goes first
   std::vector<uint8_t> body = encode_ok_reply(Empty{});
   FrameHeader h{current_->header.type,
                 static_cast<uint16_t>(kFlagReply | (total ? kFlagTrailer : 0)),
@@ -113,9 +110,18 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
   head.head.resize(kHeaderSize);
   encode_header(h, head.head.data());
   head.head.insert(head.head.end(), body.begin(), body.end());
-  outbox_.push(std::move(head));
   reply_sent_ = true;
-  if (!total) return Status::success();
+  if (!total) {
+    outbox_.push(std::move(head));
+    return Status::success();
+  }
+  // The reply, its chunks and its trailer go out together (see Outbox::begin_group).
+  struct Group {
+    Outbox& o;
+    explicit Group(Outbox& ob) : o(ob) { o.begin_group(); }
+    ~Group() { o.end_group(); }
+  } group(outbox_);
+  outbox_.push(std::move(head));
 
   Status status;
   const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
@@ -123,7 +129,7 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
       chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
   for (uint64_t a = 0; a < total; a += step) {
     uint64_t b = std::min(total, a + step);
-    char* buf = pool_.acquire(true);
+    char* buf = pool_.acquire_wait();
     if (!buf) {
       // The promised bytes still go out (zeros); the trailer tells the failure.
       status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
@@ -157,42 +163,35 @@ Status Session::read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uin
                                 uint64_t height, uint64_t stream) {
   const int d = static_cast<int>(dev);
   const uint64_t total = width * height;
-  const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
-  const uint64_t step = chunk ? chunk : pool_.buffer_bytes();
-  auto deliver = [](void* arg) {
-    // On a backend thread, once the stream has done the copy: queue the bytes for the client.
-    auto* dl = static_cast<Delivery*>(arg);
-    AsyncDataMsg m{dl->offset, dl->last};
-    std::vector<uint8_t> body = encode_message(m);
-    FrameHeader h{static_cast<uint16_t>(MsgId::AsyncData), 0, static_cast<uint32_t>(body.size()),
-                  dl->request_id, dl->size};
-    OutItem item;
-    item.head.resize(kHeaderSize);
-    encode_header(h, item.head.data());
-    item.head.insert(item.head.end(), body.begin(), body.end());
-    item.payload.push_back({dl->buf, dl->size});
-    BufferPool* pool = dl->pool;
-    char* buf = dl->buf;
-    item.release = [pool, buf] { pool->release(buf); };
-    dl->outbox->push(std::move(item));
-    delete dl;
-  };
+  const uint64_t chunk = async_pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
+  const uint64_t step = chunk ? chunk : async_pool_.buffer_bytes();
   for (uint64_t a = 0; a < total; a += step) {
     uint64_t b = std::min(total, a + step);
-    char* buf = pool_.acquire(true);
+    char* buf = async_pool_.acquire_wait();
     if (!buf) return Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
     Status s = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
       return exec_.copy_to_host_async(d, buf + hoff, width, src + soff, spitch, r, stream);
     });
-    auto* dl =
-        new Delivery{&outbox_, &pool_, current_->header.request_id, a, b == total, buf, b - a};
-    if (s.ok()) s = exec_.host_func(d, stream, deliver, dl);
     if (!s.ok()) {
       exec_.stream_synchronize(d, stream);
-      pool_.release(buf);
-      delete dl;
+      async_pool_.release(buf);
       return s;
     }
+    // Once the stream has done the copy, the completion thread queues the bytes for the client.
+    const uint64_t id = current_->header.request_id, offset = a, size = b - a;
+    const bool last = b == total;
+    host_work_.on_stream(exec_, d, stream, [this, id, offset, size, last, buf] {
+      std::vector<uint8_t> body = encode_message(AsyncDataMsg{offset, last});
+      FrameHeader h{static_cast<uint16_t>(MsgId::AsyncData), 0, static_cast<uint32_t>(body.size()),
+                    id, size};
+      OutItem item;
+      item.head.resize(kHeaderSize);
+      encode_header(h, item.head.data());
+      item.head.insert(item.head.end(), body.begin(), body.end());
+      item.payload.push_back({buf, size});
+      item.release = [this, buf] { async_pool_.release(buf); };
+      outbox_.push(std::move(item));
+    });
   }
   return Status::success();
 }

@@ -26,6 +26,10 @@ void Outbox::push(OutItem item) {
       if (item.release) item.release();
       return;
     }
+    if (grouped_ && std::this_thread::get_id() != group_owner_) {
+      deferred_.push_back(std::move(item));
+      return;
+    }
     // A small item with nothing ahead of it goes out at once from this thread: no wakeup of the
     // writer on the way of a reply.  Order is kept: the writer waits while busy_.
     if (!items_.empty() || busy_ || bytes > kInlineBytes) {
@@ -41,9 +45,27 @@ void Outbox::push(OutItem item) {
   if (!items_.empty() || stopping_) cv_.notify_one();
 }
 
+void Outbox::begin_group() {
+  std::lock_guard<std::mutex> lock(mu_);
+  grouped_ = true;
+  group_owner_ = std::this_thread::get_id();
+}
+
+void Outbox::end_group() {
+  std::lock_guard<std::mutex> lock(mu_);
+  grouped_ = false;
+  if (deferred_.empty()) return;
+  for (auto& item : deferred_) items_.push_back(std::move(item));
+  deferred_.clear();
+  cv_.notify_one();
+}
+
 void Outbox::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    for (auto& item : deferred_) items_.push_back(std::move(item));
+    deferred_.clear();
+    grouped_ = false;
     stopping_ = true;
     cv_.notify_one();
   }

@@ -33,6 +33,11 @@ class Outbox {
   ~Outbox();
   void start();
   void push(OutItem item);
+  // A frame sent as several items (a reply and its payload chunks) must not be split by items
+  // other threads push meanwhile: between begin_group() and end_group() the calling thread's items
+  // go out as usual and everyone else's wait, in order, until end_group().
+  void begin_group();
+  void end_group();
   // Sends what is queued, then stops the writer.
   void stop();
 
@@ -46,6 +51,9 @@ class Outbox {
   bool stopping_ = false;
   bool broken_ = false;
   bool busy_ = false;  // an item is being sent (by the writer or inline)
+  bool grouped_ = false;
+  std::thread::id group_owner_;
+  std::deque<OutItem> deferred_;  // other threads' items while a group is open
   std::thread writer_;
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "backend/gate.h"
 #include "common/log.h"
 #include "common/spin.h"
 
@@ -41,17 +42,21 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       exec_(exec),
       config_(std::move(config)),
       outbox_(conn),
-      in_pool_(exec, config_.payload_bytes, SIZE_MAX),
+      in_pool_(exec, config_.payload_bytes, config_.payload_limit, config_.payload_spill),
       pool_(exec, config_.staging_bytes, config_.staging_limit),
+      async_pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
       modules_(exec.device_count()),
       module_ids_(exec.device_count()) {}
 
 Session::~Session() {
-  for (size_t d = 0; d < allocs_.size(); ++d) {
-    exec_.synchronize(static_cast<int>(d));
+  cancel_callbacks();
+  for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+  host_work_.stop();
+  host_work_.drain();  // what host functions handed over (buffers back to their pools)
+  for (size_t d = 0; d < allocs_.size(); ++d)
     for (uint64_t p : allocs_[d].allocations()) exec_.mem_free(static_cast<int>(d), p);
-  }
+  free_gates();
   for (auto& [id, seg] : shared_) {
     exec_.host_unregister(seg.base);
     munmap(seg.base, seg.size);
@@ -66,6 +71,8 @@ void Session::run() {
     return;
   }
   outbox_.start();
+  host_work_.start();
+  in_pool_.top_up(4);  // the first payloads land in page-locked memory
   std::thread dispatcher([this] { dispatch_loop(); });
   read_loop();
   // The client is gone (or broke the protocol): stop holding streams for it, finish.
@@ -77,6 +84,7 @@ void Session::run() {
   }
   dispatcher.join();
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+  host_work_.stop();  // runs what the streams handed over, then stops
   outbox_.stop();
 }
 
@@ -126,6 +134,7 @@ bool Session::handshake() {
   rep.driver_version = exec_.driver_version();
   rep.backend = exec_.name();
   rep.server_info = config_.server_info;
+  rep.payload_window = static_cast<uint64_t>(config_.payload_limit) * config_.payload_bytes;
   send_now(conn_, h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
 
   if (rep.auth_required) {
@@ -171,8 +180,10 @@ void Session::read_loop() {
         auto q = decode_message<CallbackDoneReq>(r.body.data(), r.body.size());
         std::lock_guard<std::mutex> lock(cb_mu_);
         auto it = callbacks_.find(q.id);
-        if (it != callbacks_.end()) it->second->done = true;
-        cb_cv_.notify_all();
+        if (it != callbacks_.end()) {
+          backend::open_gate(it->second.word, it->second.seq);  // the stream goes on
+          callbacks_.erase(it);
+        }
         continue;
       }
       Mode mode;
@@ -198,8 +209,16 @@ void Session::read_loop() {
           // Straight into page-locked buffers the backend can copy from.
           for (uint64_t left = payload->total(); left;) {
             size_t n = std::min<uint64_t>(left, in_pool_.buffer_bytes());
-            char* buf = in_pool_.acquire(false);
-            if (!buf) throw std::runtime_error("cannot allocate page-locked memory for a payload");
+            // Never a backend call here (see BufferPool); bounded by the pool's limits.
+            char* buf =
+                in_pool_.acquire_reader(std::chrono::milliseconds(config_.payload_patience_ms));
+            if (!buf)
+              throw std::runtime_error(
+                  "the client sent more payload than this session holds (" +
+                  std::to_string((config_.payload_limit + config_.payload_spill) *
+                                     config_.payload_bytes >>
+                                 20) +
+                  " MiB) while its earlier requests could not progress");
             try {
               conn_.recv(buf, n);
             } catch (...) {
@@ -248,6 +267,7 @@ void Session::dispatch_loop() {
     }
     try {
       serve(r);
+      if (r.payload) in_pool_.top_up();  // page-locked buffers for what the reader missed
     } catch (const ProtoError& e) {
       LOG_WARN("closing connection from %s: malformed message: %s", conn_.peer().c_str(), e.what());
       conn_.shutdown();
@@ -280,6 +300,9 @@ void Session::dispatch(Request& r) {
     throw ProtoError(std::string(M::name) + ": payload length does not match its fields");
   current_ = &r;
   reply_sent_ = false;
+  // An asynchronous payload is given back to the client's window as the stream lets go of it
+  // (write_rows); whatever the handler did not take is given back here.
+  credit_left_ = (M::payload == Payload::In && M::mode == Mode::Async) ? h.payload_len : 0;
 
   typename M::Rep rep{};
   Status s;
@@ -289,6 +312,8 @@ void Session::dispatch(Request& r) {
     s = on(M{}, req, rep);
   }
   if (!s.ok() && cuda_error_is_sticky(s.code)) sticky_ = s.code;
+  if (credit_left_) payload_done(std::exchange(credit_left_, 0));
+  if (M::mode == Mode::Sync) host_work_.flush();  // what finished streams handed over goes first
   if (M::mode == Mode::Sync && launched_) forward_output();
   if (reply_sent_) return;  // a payload-out handler queued its reply itself
   if (M::mode == Mode::Sync) {
@@ -309,6 +334,11 @@ void Session::push_frame(uint16_t type, uint16_t flags, uint64_t id,
   encode_header(h, item.head.data());
   item.head.insert(item.head.end(), body.begin(), body.end());
   outbox_.push(std::move(item));
+}
+
+void Session::payload_done(uint64_t bytes) {
+  push_frame(static_cast<uint16_t>(MsgId::PayloadDone), 0, 0,
+             encode_message(PayloadDoneMsg{bytes}));
 }
 
 void Session::push_error(const FrameHeader& h, const Status& s) {

@@ -22,6 +22,7 @@
 #include "proto/frame.h"
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
+#include "server/host_work.h"
 #include "server/module_cache.h"
 #include "server/outbox.h"
 #include "server/output_capture.h"
@@ -34,9 +35,15 @@ struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
   // Defaults chosen by measurement on an H200 (docs/benchmarks.md, scripts/gpu-tune.sh).
-  size_t staging_bytes = 2u << 20;            // one page-locked buffer for device-to-host data
-  size_t staging_limit = 8;                   // such buffers in flight before the dispatcher waits
-  size_t payload_bytes = 2u << 20;            // one page-locked buffer of a request's payload
+  size_t staging_bytes = 2u << 20;  // one page-locked buffer for device-to-host data
+  size_t staging_limit = 8;         // such buffers in flight before the dispatcher waits
+  size_t payload_bytes = 2u << 20;  // one page-locked buffer of a request's payload
+  // Bounds of the reader's payload buffers: page-locked ones (also the client's window for
+  // asynchronous host-to-device bytes), then ordinary memory, then the reader waits at most
+  // `payload_patience_ms` before the session ends with an error.
+  size_t payload_limit = 64;   // page-locked payload buffers (128 MiB)
+  size_t payload_spill = 512;  // ordinary-memory payload buffers beyond those (1 GiB)
+  int payload_patience_ms = 30000;
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
 };
@@ -137,8 +144,12 @@ class Session {
   void forward_output();
 
   // Host callbacks (server/streams.cc).
-  static void run_callback(void* arg);
+  struct Gate;
+  Status gate_for(uint32_t dev, uint64_t stream_id, Gate*& gate);
   void cancel_callbacks();
+  void free_gates();
+  // Flow control: tells the client that `bytes` of asynchronous payload are no longer held.
+  void payload_done(uint64_t bytes);
 
   void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body);
   void push_error(const proto::FrameHeader& h, const Status& s);
@@ -148,11 +159,17 @@ class Session {
   backend::Executor& exec_;
   SessionConfig config_;
   Outbox outbox_;
-  // Two pools: the reader's (payloads; never waits, or it could not read the CallbackDone a
-  // stream is waiting for) and the dispatcher's (device-to-host data; bounded, it waits for the
-  // writer).  One shared limit would let queued payloads starve the dispatcher.
+  // Two pools: the reader's (payloads; it never calls the backend, or it could not read the
+  // CallbackDone a stream is waiting for) and the dispatcher's (device-to-host data; bounded, it
+  // waits for the writer).  One shared limit would let queued payloads starve the dispatcher.
   BufferPool in_pool_;
   BufferPool pool_;
+  // Device-to-host data of asynchronous copies, apart from pool_: its items may wait in the outbox
+  // while a synchronous reply streams (Outbox::begin_group), and must not starve that reply.
+  BufferPool async_pool_;
+  // What host functions hand over (buffers to return, frames to queue); see server/host_work.h.
+  // Declared after the pools: it is drained before they go.
+  HostWork host_work_;
   std::vector<AllocationTable> allocs_;
   proto::Nonce challenge_{};
 
@@ -188,16 +205,25 @@ class Session {
   std::map<proto::Hash, Image> images_;                      // this session's fat binaries
   bool launched_ = false;  // a kernel ran: forward its output at sync points
 
-  // Host callbacks waiting for the client (set by the reader, waited on by backend threads).
-  struct Callback {
-    Session* session;
-    uint64_t id;
-    bool done = false;
+  // Host callbacks.  A stream waits for its client's callback at a gate (Executor::gate_wait):
+  // the n-th callback on a stream waits until its gate word reaches n; the reader opens it when
+  // CallbackDone arrives.  No host function ever waits.
+  struct Gate {
+    uint32_t* word = nullptr;
+    uint32_t issued = 0;  // callbacks queued on this stream so far
   };
-  std::mutex cb_mu_;
-  std::condition_variable cb_cv_;
-  std::map<uint64_t, std::unique_ptr<Callback>> callbacks_;
+  struct Callback {
+    uint32_t* word;
+    uint32_t seq;
+  };
+  std::mutex cb_mu_;                                     // never held across a backend call
+  std::map<std::pair<uint32_t, uint64_t>, Gate> gates_;  // by (GPU, client stream id)
+  std::map<uint64_t, Callback> callbacks_;               // by callback id, waiting for the client
+  std::vector<uint32_t*> gate_pages_;
+  size_t gate_used_ = 0;  // words used in the last page
   bool cancelled_ = false;
+  // Asynchronous payload bytes of the request being served not yet given back by PayloadDone.
+  uint64_t credit_left_ = 0;
 };
 
 }  // namespace rgpu::server

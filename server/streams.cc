@@ -1,9 +1,10 @@
 // Streams, events and host callbacks of a session.  Stream and event ids are the client's; the
-// backend's handles stay on the server.  A host callback holds its stream on a backend thread
-// until the client reports the callback done (CallbackDone is answered by the reader thread, so
-// it never waits behind the dispatcher).
+// backend's handles stay on the server.  A host callback holds its stream at a gate until the
+// client reports the callback done (CallbackDone is handled by the reader thread, so it never waits
+// behind the dispatcher, and no host function waits for it).
 #include <bit>
 
+#include "backend/gate.h"
 #include "common/log.h"
 #include "server/session.h"
 
@@ -128,42 +129,74 @@ Status Session::on(EventElapsedMsg, const EventElapsedReq& q, EventElapsedRep& r
 // ---- host callbacks
 // -------------------------------------------------------------------------------
 
+Status Session::gate_for(uint32_t dev, uint64_t stream_id, Gate*& gate) {
+  // Called by the dispatcher only; words are handed out 1024 to a page and never reused within
+  // the session (a stream may still be waiting at a destroyed stream's gate).
+  constexpr size_t kWords = 1024;
+  auto key = std::make_pair(dev, stream_id);
+  {
+    std::lock_guard<std::mutex> lock(cb_mu_);
+    auto it = gates_.find(key);
+    if (it != gates_.end()) {
+      gate = &it->second;
+      return Status::success();
+    }
+  }
+  if (gate_pages_.empty() || gate_used_ == kWords) {
+    uint32_t* page = exec_.alloc_gate_words(kWords);  // a backend call: no lock held
+    if (!page) return Status::fail(err::MemoryAllocation, "cannot allocate gate memory");
+    gate_pages_.push_back(page);
+    gate_used_ = 0;
+  }
+  std::lock_guard<std::mutex> lock(cb_mu_);
+  gate = &gates_[key];
+  gate->word = gate_pages_.back() + gate_used_++;
+  return Status::success();
+}
+
 Status Session::on(HostFuncMsg, const HostFuncReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
-  Callback* cb;
+  Gate* gate = nullptr;
+  if (Status s = gate_for(q.device, q.stream, gate); !s.ok()) return s;
+  uint32_t* word = gate->word;
+  uint32_t seq;
   {
     std::lock_guard<std::mutex> lock(cb_mu_);
     if (callbacks_.count(q.id)) return Status::fail(err::InvalidValue, "callback id in use");
-    auto owned = std::make_unique<Callback>(Callback{this, q.id, false});
-    cb = owned.get();
-    callbacks_[q.id] = std::move(owned);
+    seq = ++gate->issued;
+    callbacks_[q.id] = Callback{word, seq};
+    if (cancelled_) backend::open_gate(word, seq);  // the client is gone: nothing to wait for
   }
-  Status s = exec_.host_func(static_cast<int>(q.device), h, &Session::run_callback, cb);
+  // When the stream gets here the completion thread asks the client to run the callback (after
+  // everything the stream produced before, which the outbox already holds); the stream then waits
+  // at the gate until the reader sees CallbackDone.
+  const uint64_t id = q.id;
+  const int d = static_cast<int>(q.device);
+  Status s = host_work_.on_stream(exec_, d, h, [this, id] {
+    push_frame(static_cast<uint16_t>(MsgId::RunCallback), 0, id,
+               encode_message(RunCallbackMsg{id}));
+  });
+  if (s.ok()) s = exec_.gate_wait(d, h, word, seq);
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(cb_mu_);
     callbacks_.erase(q.id);
+    backend::open_gate(word, seq);  // never leave a stream waiting for a callback that failed
   }
   return s;
 }
 
-void Session::run_callback(void* arg) {
-  // On a backend thread, when the stream reaches the callback: ask the client to run it (after
-  // everything the stream produced before, which the outbox already holds), and hold the stream
-  // until the client says it is done.
-  auto* cb = static_cast<Callback*>(arg);
-  Session* self = cb->session;
-  self->push_frame(static_cast<uint16_t>(MsgId::RunCallback), 0, cb->id,
-                   encode_message(RunCallbackMsg{cb->id}));
-  std::unique_lock<std::mutex> lock(self->cb_mu_);
-  self->cb_cv_.wait(lock, [&] { return cb->done || self->cancelled_; });
-  self->callbacks_.erase(cb->id);
-}
-
 void Session::cancel_callbacks() {
+  // The client is gone: open every gate so that the streams drain.
   std::lock_guard<std::mutex> lock(cb_mu_);
   cancelled_ = true;
-  cb_cv_.notify_all();
+  for (auto& [key, g] : gates_) backend::open_gate(g.word, g.issued);
+  callbacks_.clear();
+}
+
+void Session::free_gates() {
+  for (uint32_t* page : gate_pages_) exec_.free_gate_words(page);
+  gate_pages_.clear();
 }
 
 }  // namespace rgpu::server

@@ -62,6 +62,8 @@ struct CudaDriver {
   X(cuEventSynchronize, CUresult (*)(CUevent))                                                 \
   X(cuEventElapsedTime_v2, CUresult (*)(float*, CUevent, CUevent))                             \
   X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                                 \
+  X(cuStreamWaitValue32_v2, CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))         \
+  X(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr*, void*, unsigned))                 \
   X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))            \
   X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))                  \
   X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))            \

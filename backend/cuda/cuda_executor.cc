@@ -1,11 +1,14 @@
 #include "backend/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
+#include "backend/gate.h"
+#include "common/log.h"
 
 namespace rgpu::backend {
 namespace {
@@ -205,15 +208,57 @@ class CudaExecutor final : public Executor {
     return check(drv_.cuLaunchHostFunc(cu(stream), fn, arg));
   }
 
+  // Gate words: mapped page-locked memory the GPU polls (cuStreamWaitValue32), so the stream waits
+  // on the device and no host function blocks.  A driver without stream memory operations gets a
+  // host function that waits on the CPU instead (nothing in rgpud needs that driver thread).
+  uint32_t* alloc_gate_words(size_t count) override {
+    if (!use(0).ok()) return nullptr;
+    void* p = nullptr;
+    if (drv_.cuMemHostAlloc(&p, count * sizeof(uint32_t),
+                            CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS)
+      return nullptr;
+    ::memset(p, 0, count * sizeof(uint32_t));
+    return static_cast<uint32_t*>(p);
+  }
+  void free_gate_words(uint32_t* words) override {
+    if (words) drv_.cuMemFreeHost(words);
+  }
+  Status gate_wait(int dev, uint64_t stream, uint32_t* word, uint32_t value) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    if (!cpu_gates_.load(std::memory_order_relaxed)) {
+      CUdeviceptr d = 0;
+      CUresult r = drv_.cuMemHostGetDevicePointer_v2(&d, word, 0);
+      if (r == CUDA_SUCCESS)
+        r = drv_.cuStreamWaitValue32_v2(cu(stream), d, value, CU_STREAM_WAIT_VALUE_GEQ);
+      if (r == CUDA_SUCCESS) return Status::success();
+      if (r != CUDA_ERROR_NOT_SUPPORTED) return check(r);
+      LOG_NOTICE(
+          "this driver has no stream memory operations: streams held for host callbacks "
+          "wait in a host function");
+      cpu_gates_.store(true, std::memory_order_relaxed);
+    }
+    auto* g = new std::pair<uint32_t*, uint32_t>(word, value);
+    return check(drv_.cuLaunchHostFunc(
+        cu(stream),
+        [](void* a) {
+          auto* g = static_cast<std::pair<uint32_t*, uint32_t>*>(a);
+          wait_gate(g->first, g->second);
+          delete g;
+        },
+        g));
+  }
+
   Status synchronize(int dev) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuCtxSynchronize());
   }
   Status reset(int dev) override {
-    std::lock_guard<std::mutex> lock(ctx_mu_);
-    if (!ctx_[dev]) return Status::success();
+    {
+      std::lock_guard<std::mutex> lock(ctx_mu_);
+      if (!ctx_[dev]) return Status::success();
+      ctx_[dev] = nullptr;
+    }
     drv_.cuDevicePrimaryCtxRelease_v2(dev_[dev]);
-    ctx_[dev] = nullptr;
     return check(drv_.cuDevicePrimaryCtxReset_v2(dev_[dev]));
   }
 
@@ -328,15 +373,23 @@ class CudaExecutor final : public Executor {
  private:
   // Makes the GPU's primary context current on the calling thread (sessions call from several).
   Status use(int dev) {
+    // No lock is held across a driver call: a racing thread's extra retain is released.
     CUcontext c;
     {
       std::lock_guard<std::mutex> lock(ctx_mu_);
-      if (!ctx_[dev]) {
-        CUcontext n = nullptr;
-        if (Status s = check(drv_.cuDevicePrimaryCtxRetain(&n, dev_[dev])); !s.ok()) return s;
-        ctx_[dev] = n;
-      }
       c = ctx_[dev];
+    }
+    if (!c) {
+      CUcontext n = nullptr;
+      if (Status s = check(drv_.cuDevicePrimaryCtxRetain(&n, dev_[dev])); !s.ok()) return s;
+      bool extra;
+      {
+        std::lock_guard<std::mutex> lock(ctx_mu_);
+        extra = ctx_[dev] != nullptr;
+        if (!extra) ctx_[dev] = n;
+        c = ctx_[dev];
+      }
+      if (extra) drv_.cuDevicePrimaryCtxRelease_v2(dev_[dev]);
     }
     return check(drv_.cuCtxSetCurrent(c));
   }
@@ -352,6 +405,7 @@ class CudaExecutor final : public Executor {
   }
 
   CudaDriver drv_;
+  std::atomic<bool> cpu_gates_{false};  // no stream memory operations: gates wait on the CPU
   std::mutex ctx_mu_;
   int version_ = 0;
   std::vector<CUcontext> ctx_;

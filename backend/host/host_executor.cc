@@ -11,7 +11,9 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 
+#include "backend/gate.h"
 #include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
@@ -229,8 +231,22 @@ class HostExecutor final : public Executor {
              .count();
     return Status::success();
   }
+  // Like CUDA's, host functions run with a "driver lock" held, which allocation of page-locked
+  // memory also takes: a host function that waits for a thread inside such a call deadlocks here as
+  // it would on a GPU, so the tests catch it without one.
   Status host_func(int dev, uint64_t stream, void (*fn)(void*), void* arg) override {
-    return submit(dev, stream, [=] { fn(arg); });
+    return submit(dev, stream, [=, this] {
+      std::lock_guard<std::mutex> driver(driver_mu_);
+      fn(arg);
+    });
+  }
+  uint32_t* alloc_gate_words(size_t count) override {
+    return static_cast<uint32_t*>(calloc(count, sizeof(uint32_t)));
+  }
+  void free_gate_words(uint32_t* words) override { ::free(words); }
+  Status gate_wait(int dev, uint64_t stream, uint32_t* word, uint32_t value) override {
+    // A device-side wait: the stream's worker waits, holding no driver lock.
+    return submit(dev, stream, [=] { wait_gate(word, value); });
   }
 
   // ---- modules and kernels ----
@@ -329,8 +345,18 @@ class HostExecutor final : public Executor {
 
   Status host_register(void*, size_t) override { return Status::success(); }
   Status host_unregister(void*) override { return Status::success(); }
-  void* alloc_staging(size_t bytes) override { return malloc(bytes); }
-  void free_staging(void* p) override { ::free(p); }
+  // Page-locked allocation takes the driver lock (see host_func) and, like pinning, touches every
+  // page while holding it.
+  void* alloc_staging(size_t bytes) override {
+    std::lock_guard<std::mutex> driver(driver_mu_);
+    void* p = malloc(bytes);
+    if (p) ::memset(p, 0, bytes);
+    return p;
+  }
+  void free_staging(void* p) override {
+    std::lock_guard<std::mutex> driver(driver_mu_);
+    ::free(p);
+  }
 
  private:
   struct Module {
@@ -390,6 +416,7 @@ class HostExecutor final : public Executor {
   std::vector<std::unique_ptr<HostStreams>> streams_;
   std::map<uint64_t, std::shared_ptr<Event>> events_;
   uint64_t next_event_ = 1;
+  std::mutex driver_mu_;  // the emulated driver lock (host_func, alloc_staging)
 };
 
 }  // namespace
