@@ -80,7 +80,7 @@ rows=()
 failures=0
 programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols
   kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
-  async_stress_ptds multi_gpu overlap"
+  async_stress_ptds multi_gpu overlap stress_mix"
 for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
   LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \
@@ -95,6 +95,17 @@ for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "$p" "$(verdict $nrc "$out/$p.native.out")" \
     "$(verdict $rrc "$out/$p.rgpu.out")" "$(verdict $src "$out/$p.shm.out")" "$same")")
 done
+
+echo "== stress_mix x${RGPU_STRESS_RUNS:-200} (the pattern that once deadlocked a session)"
+runs=${RGPU_STRESS_RUNS:-200}; hung=0; failed=0
+for ((i = 0; i < runs; i++)); do
+  t=tcp; ((i % 2)) && t=shm
+  RGPU_TRANSPORT=$t RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
+    limited "stress-$i" 60 "$build/cuda/stress_mix" 4 >"$out/stress.out" 2>"$out/stress.err"; rc=$?
+  if [ $rc -eq 124 ]; then hung=$((hung + 1)); elif [ $rc -ne 0 ]; then failed=$((failed + 1)); cp "$out/stress.out" "$out/stress-fail-$i.out"; fi
+done
+[ $hung -eq 0 ] && [ $failed -eq 0 ] || failures=$((failures + 1))
+rows+=("$(printf '%-20s %-16s %-16s %s' "stress_mix x$runs" "-" "hangs $hung" "failures $failed (tcp and shm alternating; stacks in hang-*.txt)")")
 
 echo "== unsupported (rgpu only)"
 remote "$build/cuda/unsupported" >"$out/unsupported.rgpu.out" 2>"$out/unsupported.rgpu.err"; rrc=$?

@@ -187,7 +187,14 @@ bool Daemon::alive() const {
 }
 
 Env Daemon::client_env() const {
-  return {{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
+  Env env{{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
+#ifdef RGPU_SANITIZER_PRELOAD
+  // A sanitizer build: uninstrumented CUDA programs load an instrumented runtime.  Leaks of the
+  // test programs themselves are not ours to report.
+  env["LD_PRELOAD"] = RGPU_SANITIZER_PRELOAD;
+  env["ASAN_OPTIONS"] = "detect_leaks=0";
+#endif
+  return env;
 }
 
 }  // namespace rgpu::test

@@ -45,7 +45,12 @@ std::string sockaddr_text(const sockaddr* sa) {
     auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
     inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
     port = ntohs(in6->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    // Appended piecewise: GCC 12's -Wrestrict misfires on "[" + std::string(...) at -O3.
+    std::string out = "[";
+    out += host;
+    out += "]:";
+    out += std::to_string(port);
+    return out;
   }
   return "?";
 }
