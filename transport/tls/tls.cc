@@ -314,6 +314,10 @@ std::unique_ptr<Connection> tls_connect(std::unique_ptr<Connection> tcp, const T
   c->set_expected_name(name);
   t_certificate_requested = false;
   c->handshake(true, timeout_s);
+  // TLS 1.3 completes the client's handshake before the server judges its certificate: a
+  // request we could not answer is reported now rather than as the server's alert later.
+  if (t_certificate_requested)
+    throw TlsError(Kind::NeedClientCert, c->peer() + " requires a client certificate (mutual TLS)");
   return c;
 }
 
