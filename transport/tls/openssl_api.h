@@ -21,6 +21,7 @@ namespace rgpu::transport::ossl {
   X(SSL_CTX_free)                        \
   X(SSL_CTX_ctrl)                        \
   X(SSL_CTX_set_options)                 \
+  X(SSL_CTX_set_ciphersuites)            \
   X(SSL_CTX_set_verify)                  \
   X(SSL_CTX_use_certificate_chain_file)  \
   X(SSL_CTX_use_PrivateKey_file)         \

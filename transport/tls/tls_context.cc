@@ -27,7 +27,8 @@ void need_file(const std::string& what, const std::string& path) {
 
 // Settings both sides share: TLS 1.3 only, partial writes (a large write returns as records go
 // out, so a receiving thread gets its turn), read-ahead into a large buffer (a frame header and
-// body cost one read), kernel TLS where the kernel offers it.
+// body cost one read), kernel TLS where the kernel offers it (the "tls" module), no session
+// tickets (every rgpu session is a new process on the server; nothing would be resumed).
 SSL_CTX* new_ctx(const SSL_METHOD* method) {
   const auto& a = api();
   SSL_CTX* ctx = a.SSL_CTX_new(method);
@@ -38,7 +39,13 @@ SSL_CTX* new_ctx(const SSL_METHOD* method) {
                  SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, nullptr);
   a.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_READ_AHEAD, 1, nullptr);
   a.SSL_CTX_set_default_read_buffer_len(ctx, 256 << 10);
-  a.SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS | SSL_OP_NO_TICKET);
+  a.SSL_CTX_set_options(ctx,
+                        SSL_OP_ENABLE_KTLS | SSL_OP_NO_TICKET | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // AES-128-GCM first: about a quarter cheaper per byte than AES-256-GCM with AES-NI, and what
+  // bulk copies are bound by.  Both sides prefer it; the others remain acceptable.
+  if (a.SSL_CTX_set_ciphersuites(
+          ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1)
+    throw TlsError(Kind::Other, ossl::errors("no usable TLS 1.3 cipher suite"));
   return ctx;
 }
 
