@@ -57,9 +57,14 @@ void load_identity(SSL_CTX* ctx, const std::string& cert, const std::string& key
   if (a.SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1)
     throw TlsError(Kind::Config, "cannot use " + role + " certificate " + cert + ": " +
                                      ossl::errors("not a PEM certificate"));
-  if (a.SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1)
-    throw TlsError(Kind::Config, "cannot use " + role + " key " + key + ": " +
-                                     ossl::errors("not a PEM private key"));
+  if (a.SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    unsigned long e = a.ERR_peek_last_error();
+    bool mismatch = e && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
+    throw TlsError(Kind::Config,
+                   mismatch ? role + " key " + key + " does not belong to certificate " + cert
+                            : "cannot use " + role + " key " + key + ": " +
+                                  ossl::errors("not a PEM private key"));
+  }
   if (a.SSL_CTX_check_private_key(ctx) != 1)
     throw TlsError(Kind::Config, role + " key " + key + " does not belong to certificate " + cert +
                                      ": " + ossl::errors("key mismatch"));
