@@ -253,24 +253,53 @@ bool write_plot(const std::string& json, const std::string& png, const std::stri
   return rc == 0;
 }
 
+// TLS against plain TCP, both through rgpu in this run: what encryption costs.
+void print_tls_rows(const std::vector<Result>& all, const std::string& server, uint64_t max_bytes) {
+  printf("\nTLS (rgpud at %s) vs plain TCP, same run:\n", server.c_str());
+  printf("%-14s %8s %12s %12s %8s\n", "operation", "bytes", "rgpu tcp", "rgpu tls", "tls/tcp");
+  auto row = [&](const std::string& label, const std::string& op, uint64_t bytes) {
+    const Result* t = find(all, op, bytes, "rgpu", "tcp");
+    const Result* s = find(all, op, bytes, "rgpu", "tls");
+    printf("%-14s %8s %12s %12s %8s\n", label.c_str(), bytes ? human(bytes).c_str() : "-",
+           cell(t).c_str(), cell(s).c_str(), ratio(s, t).c_str());
+  };
+  row("sync call", "sync_call", 0);
+  row("launch rate", "launch_rate", 0);
+  for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
+    for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b);
+  const Result* t = find(all, "sync_call", 0, "rgpu", "tcp");
+  const Result* s = find(all, "sync_call", 0, "rgpu", "tls");
+  if (t && s) printf("  sync call over TLS: %+.1f us\n", s->value - t->value);
+}
+
 void usage() {
   fprintf(stderr,
-          "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png]\n"
+          "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png] [--tls HOST:PORT]\n"
           "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
           "  rate, and host<->device copy bandwidth (pinned and pageable, 4 B to --max-size,\n"
           "  default 1GiB), natively (when this machine has a GPU), through rgpu (RGPU_SERVERS),\n"
-          "  and over the raw link (TCP on loopback, when the server is on this machine).\n");
+          "  and over the raw link (TCP on loopback, when the server is on this machine).\n"
+          "  --tls HOST:PORT: also through rgpu over TLS to the rgpud there (one started with\n"
+          "  --tls-cert; RGPU_TLS_CA, RGPU_TLS_CERT/KEY and RGPU_TOKEN as for any client), with\n"
+          "  the TLS cost against plain TCP in the same run.\n");
 }
 
 }  // namespace
 
 int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) {
   uint64_t max_bytes = 1ull << 30;
-  std::string json, plot;
+  std::string json, plot, tls_server;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--json" || a == "--plot" || a == "--max-size") && i + 1 < argc) {
+    if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") && i + 1 < argc) {
       std::string v = argv[++i];
+      if (a == "--tls") {
+        if (!parse_host_port(v)) {
+          usage();
+          return 2;
+        }
+        tls_server = v;
+      }
       if (a == "--json") json = v;
       if (a == "--plot") plot = v;
       if (a == "--max-size") {
@@ -322,8 +351,20 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   for (const std::string& t : transports) {
     fprintf(stderr, "rgpu bench: through rgpu over %s (%s)...\n", t.c_str(),
             servers ? servers : "127.0.0.1:7766");
-    auto r = run_worker(worker, "rgpu", t, {{"LD_LIBRARY_PATH", lib_dir}, {"RGPU_TRANSPORT", t}},
+    auto r = run_worker(worker, "rgpu", t,
+                        {{"LD_LIBRARY_PATH", lib_dir}, {"RGPU_TRANSPORT", t}, {"RGPU_TLS", "0"}},
                         max_bytes, device_rgpu);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  if (!tls_server.empty()) {
+    fprintf(stderr, "rgpu bench: through rgpu over TLS (%s)...\n", tls_server.c_str());
+    std::string device_tls;
+    auto r = run_worker(worker, "rgpu", "tls",
+                        {{"LD_LIBRARY_PATH", lib_dir},
+                         {"RGPU_SERVERS", tls_server},
+                         {"RGPU_TRANSPORT", "tcp"},
+                         {"RGPU_TLS", "1"}},
+                        max_bytes, device_tls);
     all.insert(all.end(), r.begin(), r.end());
   }
   if (!local) notes.push_back("shm: skipped, the server is not on this machine");
@@ -363,6 +404,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
   for (auto& n : notes) printf("note: %s\n", n.c_str());
+  if (!tls_server.empty()) print_tls_rows(all, tls_server, max_bytes);
 
   // The targets (same run).
   uint64_t big = 4;
@@ -419,6 +461,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     if (json.empty()) unlink(tmp.c_str());
     if (!ok) return 1;
   }
+  if (!tls_server.empty() && !find(all, "sync_call", 0, "rgpu", "tls")) return 1;
   return find(all, "sync_call", 0, "rgpu", "tcp") ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "client/tls_link.h"
 #include "common/log.h"
 #include "common/spin.h"
 #include "common/strings.h"
@@ -85,6 +86,13 @@ CudaError ServerLink::connect_locked() {
     LOG_ERROR("RGPU_TRANSPORT=%s: use auto, shm or tcp", mode.c_str());
     return fail(err::InvalidValue);
   }
+  std::string tls_text;
+  const int tls = tls_setting(tls_text);  // RGPU_TLS (client/tls_link.h)
+  if (tls < 0) {
+    LOG_ERROR("RGPU_TLS=%s: use 1 (TLS on TCP links) or 0", tls_text.c_str());
+    return fail(err::InvalidValue);
+  }
+  if (tls && mode == "auto") mode = "tcp";  // TLS protects TCP links; shm only when asked for
   if (mode != "tcp" && is_loopback_name(host_)) {
     try {
       conn_ = transport::shm_connect(transport::shm_socket_name(port_));
@@ -105,6 +113,14 @@ CudaError ServerLink::connect_locked() {
     } catch (const transport::TransportError& e) {
       LOG_ERROR("cannot reach rgpud: %s", e.what());
       return fail(err::DevicesUnavailable);
+    }
+    if (tls) {
+      try {
+        conn_ = secure_link(std::move(conn_), host_);
+      } catch (const transport::TransportError& e) {
+        LOG_ERROR("TLS with rgpud at %s failed: %s", address().c_str(), e.what());
+        return fail(err::DevicesUnavailable);
+      }
     }
   }
   try {

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "proto/auth.h"
 #include "server/session.h"
+#include "server/tls_gate.h"
 #include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
 
@@ -79,6 +80,13 @@ int run_daemon(const DaemonConfig& cfg) {
       return 2;
     }
   }
+  std::unique_ptr<transport::TlsContext> tls;
+  try {
+    tls = make_tls_context(cfg.tls);
+  } catch (const std::exception& e) {
+    LOG_ERROR("%s", e.what());
+    return 2;
+  }
 
   bool use_cuda = cfg.backend != BackendKind::Host;
   if (use_cuda) {
@@ -127,10 +135,10 @@ int run_daemon(const DaemonConfig& cfg) {
     LOG_ERROR("%s", e.what());
     return 1;
   }
-  if (!listener->is_loopback() && !token) {
+  if (!listener->is_loopback() && !token && !(tls && tls->mutual())) {
     LOG_ERROR(
         "refusing to listen on %s without authentication: give --token-file (clients set "
-        "RGPU_TOKEN), or listen on loopback",
+        "RGPU_TOKEN) or --tls-client-ca (mutual TLS), or listen on loopback",
         listener->address().c_str());
     return 2;
   }
@@ -149,6 +157,9 @@ int run_daemon(const DaemonConfig& cfg) {
   LOG_NOTICE("listening on %s%s%s (backend %s%s)", listener->address().c_str(), shm ? " and " : "",
              shm ? shm->address().c_str() : "", use_cuda ? "cuda" : "host",
              token ? ", token required" : "");
+
+  if (tls)
+    LOG_NOTICE("TCP clients must use TLS 1.3%s", tls->mutual() ? " with a client certificate" : "");
 
   struct sigaction sa {};
   sa.sa_handler = on_stop;
@@ -209,6 +220,10 @@ int run_daemon(const DaemonConfig& cfg) {
         LOG_WARN("%s", e.what());
         _exit(0);
       }
+    }
+    if (tls && std::string(conn->kind()) == "tcp") {
+      conn = secure_client(std::move(conn), *tls);  // the TLS handshake, in the session process
+      if (!conn) _exit(0);
     }
     std::unique_ptr<backend::Executor> exec;
     std::string error;

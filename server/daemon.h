@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "server/tls_gate.h"
+
 namespace rgpu::server {
 
 enum class BackendKind { Cuda, Host, Auto };
@@ -21,6 +23,7 @@ struct DaemonConfig {
   std::string module_cache;             // fat binaries by hash; "" = default, "none" = off
   size_t chunk_bytes = 0;               // bulk pipeline: bytes per chunk (0: SessionConfig's)
   size_t pipeline_depth = 0;  // bulk pipeline: device-to-host chunks in flight (0: default)
+  TlsSettings tls;            // TLS for TCP clients (none when empty)
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

@@ -18,6 +18,10 @@ void usage(FILE* out) {
           "  --backend KIND        cuda | host | auto (default auto: cuda when a GPU is usable)\n"
           "  --token-file FILE     require clients to prove this token (RGPU_TOKEN); mandatory\n"
           "                        when listening on anything but loopback; mode 0600\n"
+          "  --tls-cert FILE       TCP clients must use TLS 1.3; this server's certificate\n"
+          "                        chain (PEM); needs --tls-key FILE (its private key)\n"
+          "  --tls-client-ca FILE  mutual TLS: clients need a certificate signed by a CA in\n"
+          "                        FILE; counts as authentication for listening beyond loopback\n"
           "  --host-capacity SIZE  host backend: device memory per GPU (default 8GiB)\n"
           "  --host-gpus N         host backend: GPUs to present (default 1)\n"
           "  --port-file FILE      write the bound port to FILE once listening (for --listen :0)\n"
@@ -74,6 +78,12 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--token-file") {
       cfg.token_file = value();
+    } else if (a == "--tls-cert") {
+      cfg.tls.cert_file = value();
+    } else if (a == "--tls-key") {
+      cfg.tls.key_file = value();
+    } else if (a == "--tls-client-ca") {
+      cfg.tls.client_ca_file = value();
     } else if (a == "--host-capacity") {
       auto s = rgpu::parse_size(value());
       if (!s || *s == 0) {
