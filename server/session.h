@@ -39,6 +39,11 @@ struct SessionConfig {
   size_t payload_bytes = 2u << 20;            // one page-locked buffer of a request's payload
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
+  bool authenticated = false;  // the handshake already happened (rgpud's session process)
+  // Per-client limits (0: none); exceeding one fails the request with a message naming it.
+  uint64_t mem_limit = 0;  // bytes of device memory, all GPUs together (--client-mem-limit)
+  size_t max_streams = 0;  // streams alive at once (--client-max-streams)
+  size_t max_events = 0;   // events alive at once (--client-max-events)
 };
 
 class Session {
@@ -154,7 +159,6 @@ class Session {
   BufferPool in_pool_;
   BufferPool pool_;
   std::vector<AllocationTable> allocs_;
-  proto::Nonce challenge_{};
 
   // Requests from the reader to the dispatcher.
   std::mutex queue_mu_;
