@@ -64,8 +64,9 @@ class ShmConnection final : public Connection {
         if (broken_) throw TransportError(broken_why_);
         // The peer's tail, read once: it must lie within one ring behind our head.
         const uint64_t tail = tx_->tail.load(std::memory_order_acquire);
+        // Indices only grow (64 bits never wrap): the peer cannot have read more than we wrote.
         const uint64_t used = tx_head_ - tail;
-        if (used > ring_)
+        if (tail > tx_head_ || used > ring_)
           corrupt("its read index is " + std::to_string(tail) + ", our write index " +
                   std::to_string(tx_head_));
         const uint64_t space = ring_ - used;
@@ -145,7 +146,7 @@ class ShmConnection final : public Connection {
       // The peer's head, read once: it must lie within one ring ahead of our tail.
       const uint64_t head = rx_->head.load(std::memory_order_acquire);
       const uint64_t avail = head - rx_tail_;
-      if (avail > ring_)
+      if (head < rx_tail_ || avail > ring_)
         corrupt("its write index is " + std::to_string(head) + ", our read index " +
                 std::to_string(rx_tail_));
       if (avail) {
