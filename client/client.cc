@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "transport/shm/segment.h"
 
 namespace rgpu::client {
 
@@ -213,7 +214,8 @@ void parallel_copy(char* dst, const char* src, size_t len) {
   for (unsigned i = 1; i < n; ++i) {
     size_t off = i * part;
     if (off < len)
-      helpers[i] = std::thread([=] { std::memcpy(dst + off, src + off, std::min(part, len - off)); });
+      helpers[i] =
+          std::thread([=] { std::memcpy(dst + off, src + off, std::min(part, len - off)); });
   }
   std::memcpy(dst, src, std::min(part, len));
   for (unsigned i = 1; i < n; ++i)
@@ -232,10 +234,10 @@ bool Client::copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, Cud
     auto& slot = bounces_[l];
     if (!slot) {
       auto nb = std::make_unique<Bounce>();
-      int fd = memfd_create("rgpu-bounce", MFD_CLOEXEC);
+      std::string why;  // sealed: the server refuses a segment that could shrink under it
+      int fd = transport::shm_create_sealed("rgpu-bounce", 2 * kBounceHalf, why);
       void* p = MAP_FAILED;
-      if (fd >= 0 && ftruncate(fd, 2 * kBounceHalf) == 0)
-        p = mmap(nullptr, 2 * kBounceHalf, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (fd >= 0) p = mmap(nullptr, 2 * kBounceHalf, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       uint64_t id = l->new_id();
       if (p == MAP_FAILED ||
           l->register_segment(devices_[dev].spec.gpu, id, fd, 2 * kBounceHalf) != err::Success) {
@@ -383,10 +385,10 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
   CudaError e;
   ServerLink* l = check_device(dev) == err::Success ? link(dev, &e) : nullptr;
   if (l && l->shared_memory()) {
-    int fd = memfd_create("rgpu-pinned", MFD_CLOEXEC);
+    std::string why;  // sealed: the server refuses a segment that could shrink under it
+    int fd = transport::shm_create_sealed("rgpu-pinned", size, why);
     void* p = MAP_FAILED;
-    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(size)) == 0)
-      p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     uint64_t id = l->new_id();
     if (p != MAP_FAILED &&
         l->register_segment(devices_[dev].spec.gpu, id, fd, size) == err::Success) {

@@ -47,6 +47,12 @@ Config load_config() {
   std::vector<std::string> errors;
   c.devices = parse_servers(servers ? servers : "127.0.0.1:7766", errors);
   for (auto& e : errors) LOG_ERROR("%s", e.c_str());
+  if (c.devices.empty() && errors.empty())
+    LOG_ERROR(
+        "RGPU_SERVERS is set but names no server (want host[:port][/gpu],...); "
+        "no devices");
+  else if (c.devices.empty())
+    LOG_ERROR("RGPU_SERVERS names no usable server; no devices");
   if (const char* t = getenv("RGPU_TOKEN"); t && *t) c.token = t;
   if (const char* e = getenv("RGPU_EAGER_BYTES"); e && *e) {
     if (auto v = parse_size(e))

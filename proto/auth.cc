@@ -3,7 +3,9 @@
 #include <sodium.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -67,7 +69,15 @@ std::string hex(const uint8_t* p, size_t n) {
 std::optional<std::string> read_token_file(const std::string& path, std::string& error) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    error = "cannot read token file " + path;
+    error = "cannot read token file " + path + ": " + strerror(errno);
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    error = "token file " + path + " is a directory";
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = "token file " + path + " is not a regular file";
     return std::nullopt;
   }
   if (st.st_mode & (S_IRWXG | S_IRWXO)) {

@@ -12,8 +12,20 @@ namespace rgpu::server {
 
 class AllocationTable {
  public:
-  void add(uint64_t base, uint64_t size, bool freeable = true) { ranges_[base] = {size, freeable}; }
-  bool remove(uint64_t base) { return ranges_.erase(base) > 0; }
+  void add(uint64_t base, uint64_t size, bool freeable = true) {
+    remove(base);
+    ranges_[base] = {size, freeable};
+    if (freeable) freeable_bytes_ += size;
+  }
+  bool remove(uint64_t base) {
+    auto it = ranges_.find(base);
+    if (it == ranges_.end()) return false;
+    if (it->second.freeable) freeable_bytes_ -= it->second.size;
+    ranges_.erase(it);
+    return true;
+  }
+  // Bytes of the freeable allocations (what the client holds).
+  uint64_t freeable_bytes() const { return freeable_bytes_; }
   // True for the base address of a freeable allocation.
   bool is_base(uint64_t p) const {
     auto it = ranges_.find(p);
@@ -23,7 +35,10 @@ class AllocationTable {
   bool contains(uint64_t p, uint64_t size) const;
   // The freeable allocations (base addresses).
   std::vector<uint64_t> allocations() const;
-  void clear() { ranges_.clear(); }
+  void clear() {
+    ranges_.clear();
+    freeable_bytes_ = 0;
+  }
 
  private:
   struct Range {
@@ -31,6 +46,7 @@ class AllocationTable {
     bool freeable;
   };
   std::map<uint64_t, Range> ranges_;
+  uint64_t freeable_bytes_ = 0;
 };
 
 }  // namespace rgpu::server

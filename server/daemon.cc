@@ -3,14 +3,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "backend/cuda/cuda_executor.h"
@@ -19,19 +21,17 @@
 #include "proto/auth.h"
 #include "server/session.h"
 #include "server/tls_gate.h"
+#include "server/session_process.h"
+#include "server/supervisor.h"
 #include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
 
 namespace rgpu::server {
 namespace {
 
-volatile sig_atomic_t g_stop = 0;
-void on_stop(int) { g_stop = 1; }
-void on_child(int) {}
-
 // Probes the GPU in a throw-away child process: the daemon itself never initialises CUDA, because
 // a CUDA context does not survive fork and every session is a fork of the daemon.
-bool probe_cuda(std::string& why, int& gpus) {
+bool probe_cuda(std::string& why, int& gpus, int& driver) {
   int fds[2];
   if (pipe(fds) != 0) {
     why = "pipe failed";
@@ -42,7 +42,9 @@ bool probe_cuda(std::string& why, int& gpus) {
     close(fds[0]);
     std::string error;
     auto exec = backend::make_cuda_executor(error);
-    std::string msg = exec ? "ok " + std::to_string(exec->device_count()) : "no " + error;
+    std::string msg = exec ? "ok " + std::to_string(exec->device_count()) + " " +
+                                 std::to_string(exec->driver_version())
+                           : "no " + error;
     ssize_t n = write(fds[1], msg.data(), msg.size());
     (void)n;
     _exit(0);
@@ -55,11 +57,23 @@ bool probe_cuda(std::string& why, int& gpus) {
   close(fds[0]);
   waitpid(pid, nullptr, 0);
   if (msg.rfind("ok ", 0) == 0) {
-    gpus = std::stoi(msg.substr(3));
-    return true;
+    if (sscanf(msg.c_str() + 3, "%d %d", &gpus, &driver) == 2) return true;
   }
-  why = msg.size() > 3 ? msg.substr(3) : "the GPU probe crashed";
+  why = msg.rfind("no ", 0) == 0 ? msg.substr(3) : "the GPU probe crashed";
   return false;
+}
+
+// Reads pending signals; true when one asks the daemon to stop.
+bool drain_signals(int sigfd) {
+  bool stop = false;
+  signalfd_siginfo si;
+  while (read(sigfd, &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+      LOG_NOTICE("%s received", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      stop = true;
+    }
+  }
+  return stop;
 }
 
 std::string hostname() {
@@ -89,10 +103,10 @@ int run_daemon(const DaemonConfig& cfg) {
   }
 
   bool use_cuda = cfg.backend != BackendKind::Host;
+  int gpus = 0, driver = 0;
   if (use_cuda) {
     std::string why;
-    int gpus = 0;
-    if (probe_cuda(why, gpus)) {
+    if (probe_cuda(why, gpus, driver)) {
       LOG_NOTICE("cuda backend: %d GPU(s)", gpus);
     } else if (cfg.backend == BackendKind::Cuda) {
       LOG_ERROR("cannot use the cuda backend: %s", why.c_str());
@@ -118,6 +132,8 @@ int run_daemon(const DaemonConfig& cfg) {
                     : cfg.module_cache.empty() ? default_module_cache_dir()
                                                : cfg.module_cache);
   if (!use_cuda) {
+    gpus = cfg.host_gpus;
+    driver = 13000;  // what the host executor reports
     for (int i = 0; i < cfg.host_gpus; ++i) {
       auto* l = backend::HostLedger::create(cfg.host_capacity);
       if (!l) {
@@ -161,99 +177,117 @@ int run_daemon(const DaemonConfig& cfg) {
   if (tls)
     LOG_NOTICE("TCP clients must use TLS 1.3%s", tls->mutual() ? " with a client certificate" : "");
 
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  sa.sa_handler = on_child;  // no SA_RESTART: accept() returns so children are reaped promptly
-  sigaction(SIGCHLD, &sa, nullptr);
+  // Signals arrive through a signalfd read by the same poll as the sockets: no handler, so no race
+  // between a SIGCHLD and going to sleep.  Session processes restore the mask after the fork.
+  sigset_t mask, old_mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, &old_mask);
+  int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) {
+    LOG_ERROR("signalfd: %s", strerror(errno));
+    return 1;
+  }
   signal(SIGPIPE, SIG_IGN);
 
+  SessionProcessConfig spc;
+  spc.daemon = &cfg;
+  spc.token = token;
+  spc.server_info = "rgpud " RGPU_VERSION " on " + hostname();
+  spc.use_cuda = use_cuda;
+  spc.gpu_count = gpus;
+  spc.driver_version = driver;
+  spc.ledgers = ledgers;
+  spc.host_kernels = &host_kernels;
+  spc.cache = &cache;
+  spc.tls = tls.get();
+  Supervisor sup(cfg, ledgers);
+  int max_sessions = cfg.max_sessions;
+  if (!use_cuda && max_sessions > backend::HostLedger::kSlots) {
+    LOG_WARN("--max-sessions %d: the host backend's ledger has %d slots; using %d", max_sessions,
+             backend::HostLedger::kSlots, backend::HostLedger::kSlots);
+    max_sessions = backend::HostLedger::kSlots;
+  }
+  sup.set_max_sessions(max_sessions);
+
   const pid_t daemon_pid = getpid();
-  const std::string info = "rgpud " RGPU_VERSION " on " + hostname();
-  std::set<pid_t> children;
-  while (!g_stop) {
+  bool stop = false;
+  while (!stop) {
+    std::vector<pollfd> fds = {{sigfd, POLLIN, 0}, {listener->fd(), POLLIN, 0}};
+    if (shm) fds.push_back({shm->fd(), POLLIN, 0});
+    const size_t first_child = fds.size();
+    sup.add_control_fds(fds);
+    int n = poll(fds.data(), fds.size(), sup.next_deadline_ms());
+    if (n < 0 && errno != EINTR) {
+      LOG_ERROR("poll: %s", strerror(errno));
+      break;
+    }
+    if (n > 0 && (fds[0].revents & POLLIN)) stop = drain_signals(sigfd);
+    if (n > 0) sup.serve_controls(fds, first_child);
+    sup.reap();
+    sup.enforce_deadlines();
+    if (stop || n <= 0) continue;
     std::unique_ptr<transport::Connection> conn;
     int shm_sock = -1;
-    pollfd fds[2] = {{listener->fd(), POLLIN, 0}, {shm ? shm->fd() : -1, POLLIN, 0}};
-    if (poll(fds, shm ? 2 : 1, -1) > 0) {
-      try {
-        if (fds[0].revents & POLLIN)
-          conn = listener->accept();
-        else if (shm && (fds[1].revents & POLLIN))
-          shm_sock = transport::shm_accept(*shm);
-      } catch (const std::exception& e) {
-        LOG_ERROR("%s", e.what());
-      }
-    }
-    for (pid_t p; (p = waitpid(-1, nullptr, WNOHANG)) > 0;) {
-      children.erase(p);
-      for (auto* l : ledgers) l->release_process(p);
+    try {
+      if (fds[1].revents & POLLIN)
+        conn = listener->accept();
+      else if (shm && (fds[2].revents & POLLIN))
+        shm_sock = transport::shm_accept(*shm);
+    } catch (const std::exception& e) {
+      LOG_ERROR("%s", e.what());
     }
     if (!conn && shm_sock < 0) continue;
+    std::string who = conn ? conn->peer() : "(shm)";
+    if (!sup.handshake_slot_free()) {  // dropped at once: closing the socket is all it costs
+      sup.note_dropped(who);
+      if (shm_sock >= 0) close(shm_sock);
+      continue;
+    }
+    int ctl[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
+      LOG_ERROR("socketpair: %s; dropping client %s", strerror(errno), who.c_str());
+      if (shm_sock >= 0) close(shm_sock);
+      continue;
+    }
     pid_t pid = fork();
     if (pid < 0) {
-      LOG_ERROR("fork failed: %s; dropping a client", strerror(errno));
+      LOG_ERROR("fork failed: %s; dropping client %s", strerror(errno), who.c_str());
+      close(ctl[0]);
+      close(ctl[1]);
       if (shm_sock >= 0) close(shm_sock);
       continue;
     }
     if (pid > 0) {
-      children.insert(pid);
+      close(ctl[1]);
       if (shm_sock >= 0) close(shm_sock);
-      LOG_INFO("client %s: session process %d", conn ? conn->peer().c_str() : "(shm)", pid);
+      sup.add(pid, ctl[0], who);
+      LOG_INFO("client %s: session process %d", who.c_str(), pid);
       continue;
     }
     // Session process.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != daemon_pid) _exit(0);
+    close(ctl[0]);
+    close(sigfd);
+    sup.close_all_in_child();
     listener.reset();
     shm.reset();
     signal(SIGCHLD, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     std::string prefix = "rgpud[" + std::to_string(getpid()) + "]";
     log::init(prefix.c_str(), log::Level::Notice);
-    if (shm_sock >= 0) {
-      try {
-        conn = transport::shm_adopt(shm_sock);  // the segment handshake, in the session process
-      } catch (const std::exception& e) {
-        LOG_WARN("%s", e.what());
-        _exit(0);
-      }
-    }
-    if (tls && std::string(conn->kind()) == "tcp") {
-      conn = secure_client(std::move(conn), *tls);  // the TLS handshake, in the session process
-      if (!conn) _exit(0);
-    }
-    std::unique_ptr<backend::Executor> exec;
-    std::string error;
-    if (use_cuda)
-      exec = backend::make_cuda_executor(error);
-    else
-      exec = backend::make_host_executor(ledgers, &host_kernels);
-    if (!exec) {
-      LOG_ERROR("cannot start a session: %s", error.c_str());
-      _exit(1);
-    }
-    {
-      OutputCapture output;
-      if (!output.start())
-        LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
-      SessionConfig sc{token, info};
-      if (cfg.chunk_bytes) sc.staging_bytes = sc.payload_bytes = cfg.chunk_bytes;
-      if (cfg.pipeline_depth) sc.staging_limit = cfg.pipeline_depth;
-      sc.module_cache = &cache;
-      sc.output = &output;
-      Session session(*conn, *exec, sc);
-      session.run();
-    }
-    exec.reset();
-    _exit(0);
+    run_session_process(spc, std::move(conn), shm_sock, ctl[1]);
   }
-  LOG_NOTICE("stopping; ending %zu session(s)", children.size());
-  for (pid_t p : children) kill(p, SIGTERM);
-  for (pid_t p : children) waitpid(p, nullptr, 0);
-  return 0;
+  listener.reset();
+  shm.reset();
+  int rc = sup.shut_down(sigfd, cfg.shutdown_timeout_ms);
+  close(sigfd);
+  return rc;
 }
 
 }  // namespace rgpu::server

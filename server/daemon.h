@@ -1,4 +1,5 @@
-// rgpud's main loop: listen, hand each client to its own process, reap them.
+// rgpud's main loop: listen, hand each client to its own process, reap them, enforce the handshake
+// budget and the session limits, and end every session on SIGTERM/SIGINT.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,16 @@ struct DaemonConfig {
   size_t chunk_bytes = 0;               // bulk pipeline: bytes per chunk (0: SessionConfig's)
   size_t pipeline_depth = 0;  // bulk pipeline: device-to-host chunks in flight (0: default)
   TlsSettings tls;            // TLS for TCP clients (none when empty)
+  // Budget of connections that have not authenticated yet: beyond max_handshakes new ones are
+  // dropped at once; a handshake not finished within handshake_timeout_ms is ended.
+  int max_handshakes = 32;
+  int handshake_timeout_ms = 5000;
+  int max_sessions = 256;         // authenticated sessions at once
+  int max_sessions_per_user = 0;  // per shm uid / TCP peer address (0: no limit but the total)
+  uint64_t client_mem_limit = 0;  // device memory per session (0: none)
+  size_t client_max_streams = 1024;
+  size_t client_max_events = 65536;
+  int shutdown_timeout_ms = 5000;  // SIGTERM to sessions, SIGKILL after this
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

@@ -1,4 +1,5 @@
 // rgpud: the rgpu daemon.  See `rgpud --help`.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,7 +15,8 @@ namespace {
 void usage(FILE* out) {
   fprintf(out,
           "usage: rgpud [options]\n"
-          "  --listen HOST:PORT    address to listen on (default 127.0.0.1:%u)\n"
+          "  --listen HOST:PORT    address to listen on (default 127.0.0.1:%u); :PORT is\n"
+          "                        127.0.0.1:PORT, port 0 any free port\n"
           "  --backend KIND        cuda | host | auto (default auto: cuda when a GPU is usable)\n"
           "  --token-file FILE     require clients to prove this token (RGPU_TOKEN); mandatory\n"
           "                        when listening on anything but loopback; mode 0600\n"
@@ -31,9 +33,45 @@ void usage(FILE* out) {
           "  --pipeline-depth N    bulk copies: device-to-host chunks in flight (default 8)\n"
           "  --module-cache DIR    where fat binaries are kept by hash (default\n"
           "                        ~/.cache/rgpud/modules; none to disable)\n"
+          "Limits:\n"
+          "  --max-handshakes N    connections still in their handshake; more are dropped at\n"
+          "                        once (default 32)\n"
+          "  --handshake-timeout S seconds a connection has to complete its handshake\n"
+          "                        (default 5; may be fractional)\n"
+          "  --max-sessions N      authenticated sessions at once (default 256)\n"
+          "  --max-sessions-per-user N  sessions per user: per uid for shared-memory clients,\n"
+          "                        per IP address for TCP clients (default 0: no limit)\n"
+          "  --client-mem-limit SIZE  device memory one session may hold (default: no limit)\n"
+          "  --client-max-streams N   streams one session may have (default 1024; 0: no limit)\n"
+          "  --client-max-events N    events one session may have (default 65536; 0: no limit)\n"
+          "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
+          "                        (default 5)\n"
           "  --version             print the version\n"
           "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
           rgpu::kDefaultPort);
+}
+
+// A whole number in [lo, hi], or exit 2 naming the option.
+int count_option(const std::string& name, const std::string& v, int lo, int hi) {
+  char* end = nullptr;
+  long n = strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || n < lo || n > hi) {
+    fprintf(stderr, "rgpud: %s must be a whole number in %d..%d (got '%s')\n", name.c_str(), lo, hi,
+            v.c_str());
+    exit(2);
+  }
+  return static_cast<int>(n);
+}
+
+// Seconds (fractions allowed) in (0, 3600], as milliseconds; or exit 2 naming the option.
+int seconds_option(const std::string& name, const std::string& v) {
+  char* end = nullptr;
+  double s = strtod(v.c_str(), &end);
+  if (v.empty() || *end || !(s > 0) || s > 3600) {
+    fprintf(stderr, "rgpud: %s must be seconds in (0, 3600] (got '%s')\n", name.c_str(), v.c_str());
+    exit(2);
+  }
+  return std::max(1, static_cast<int>(s * 1000));
 }
 
 }  // namespace
@@ -57,7 +95,9 @@ int main(int argc, char** argv) {
       printf("rgpud %s (protocol %u)\n", RGPU_VERSION, rgpu::proto::kProtocolVersion);
       return 0;
     } else if (a == "--listen") {
-      auto hp = rgpu::parse_host_port(value());
+      std::string v = value();
+      if (!v.empty() && v[0] == ':') v = "127.0.0.1" + v;  // ":PORT" (":0": any free port)
+      auto hp = rgpu::parse_host_port(v);
       if (!hp) {
         fprintf(stderr, "rgpud: bad --listen address (want HOST:PORT)\n");
         return 2;
@@ -113,6 +153,27 @@ int main(int argc, char** argv) {
         return 2;
       }
       cfg.pipeline_depth = static_cast<size_t>(n);
+    } else if (a == "--max-handshakes") {
+      cfg.max_handshakes = count_option(a, value(), 1, 100000);
+    } else if (a == "--handshake-timeout") {
+      cfg.handshake_timeout_ms = seconds_option(a, value());
+    } else if (a == "--max-sessions") {
+      cfg.max_sessions = count_option(a, value(), 1, 1000000);
+    } else if (a == "--max-sessions-per-user") {
+      cfg.max_sessions_per_user = count_option(a, value(), 0, 1000000);
+    } else if (a == "--client-mem-limit") {
+      auto s = rgpu::parse_size(value());
+      if (!s) {
+        fprintf(stderr, "rgpud: bad --client-mem-limit (e.g. 512MiB, 8GiB; 0 for no limit)\n");
+        return 2;
+      }
+      cfg.client_mem_limit = *s;
+    } else if (a == "--client-max-streams") {
+      cfg.client_max_streams = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
+    } else if (a == "--client-max-events") {
+      cfg.client_max_events = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
+    } else if (a == "--shutdown-timeout") {
+      cfg.shutdown_timeout_ms = seconds_option(a, value());
     } else if (a == "--host-kernels") {
       cfg.host_kernels = value();
     } else if (a == "--module-cache") {

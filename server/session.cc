@@ -13,6 +13,7 @@
 #include "backend/gate.h"
 #include "common/log.h"
 #include "common/spin.h"
+#include "server/handshake.h"
 
 namespace rgpu::server {
 
@@ -22,18 +23,7 @@ using Status = backend::Status;
 
 namespace {
 
-constexpr int kHandshakeTimeoutSec = 10;
-
 Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
-
-void send_now(transport::Connection& conn, uint16_t type, uint16_t flags, uint64_t id,
-              const std::vector<uint8_t>& body) {
-  FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, 0};
-  uint8_t raw[kHeaderSize];
-  encode_header(h, raw);
-  iovec v[2] = {{raw, sizeof raw}, {const_cast<uint8_t*>(body.data()), body.size()}};
-  conn.send_all(v, 2);
-}
 
 }  // namespace
 
@@ -89,73 +79,11 @@ void Session::run() {
 }
 
 bool Session::handshake() {
-  conn_.set_recv_timeout(kHandshakeTimeoutSec);
-  uint8_t raw[kHeaderSize];
-  if (!conn_.recv_or_eof(raw, sizeof raw)) return false;
-  FrameHeader h = decode_header(raw);
-  if (h.type != static_cast<uint16_t>(MsgId::Hello) || h.payload_len != 0)
-    throw ProtoError("the first message is not Hello");
-  std::vector<uint8_t> body(h.body_len);
-  if (!body.empty()) conn_.recv(body.data(), body.size());
-  // Magic and version come first in every protocol version.
-  Reader r(body.data(), body.size());
-  uint32_t magic = r.get<uint32_t>();
-  uint32_t version = r.get<uint32_t>();
-  if (magic != kMagic) throw ProtoError("bad magic in Hello");
-  if (version != kProtocolVersion) {
-    std::string msg = "protocol version mismatch: the client speaks rgpu protocol version " +
-                      std::to_string(version) + ", this server (" + config_.server_info +
-                      ") speaks version " + std::to_string(kProtocolVersion);
-    LOG_WARN("refusing %s: %s", conn_.peer().c_str(), msg.c_str());
-    send_now(conn_, h.type, kFlagReply, h.request_id,
-             encode_error_reply(err::InsufficientDriver, msg));
-    return false;
-  }
-  HelloReq hello = decode_message<HelloReq>(body.data(), body.size());
-  // A shared-memory client is a local process the kernel names (SO_PEERCRED): without a token,
-  // only the daemon's own user (or root) may use it; with one, the token decides, as over TCP.
-  long uid = conn_.peer_uid();
-  if (uid >= 0 && !config_.token && uid != static_cast<long>(geteuid()) && uid != 0) {
-    std::string msg = "user " + std::to_string(uid) +
-                      " may not use this rgpud over shared memory: it runs as user " +
-                      std::to_string(geteuid()) + " without a token (start it with --token-file)";
-    LOG_WARN("refusing %s: %s", conn_.peer().c_str(), msg.c_str());
-    send_now(conn_, h.type, kFlagReply, h.request_id, encode_error_reply(err::NotPermitted, msg));
-    return false;
-  }
-  LOG_INFO("client %s: %s (%s)", conn_.peer().c_str(), hello.client_info.c_str(),
-           hello.arch.c_str());
-
-  HelloRep rep;
-  rep.auth_required = config_.token.has_value();
-  if (rep.auth_required) challenge_ = random_nonce();
-  rep.challenge = challenge_;
-  rep.gpu_count = static_cast<uint32_t>(exec_.device_count());
-  rep.driver_version = exec_.driver_version();
-  rep.backend = exec_.name();
-  rep.server_info = config_.server_info;
-  rep.payload_window = static_cast<uint64_t>(config_.payload_limit) * config_.payload_bytes;
-  send_now(conn_, h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
-
-  if (rep.auth_required) {
-    if (!conn_.recv_or_eof(raw, sizeof raw)) return false;
-    FrameHeader a = decode_header(raw);
-    if (a.type != static_cast<uint16_t>(MsgId::Auth) || a.payload_len != 0)
-      throw ProtoError("authentication required but the client sent no Auth");
-    std::vector<uint8_t> abody(a.body_len);
-    if (!abody.empty()) conn_.recv(abody.data(), abody.size());
-    AuthReq auth = decode_message<AuthReq>(abody.data(), abody.size());
-    if (!auth_verify(*config_.token, challenge_, auth.mac)) {
-      LOG_WARN("refusing %s: authentication failed (wrong token)", conn_.peer().c_str());
-      send_now(conn_, a.type, kFlagReply, a.request_id,
-               encode_error_reply(err::NotPermitted,
-                                  "authentication failed: the server did not accept RGPU_TOKEN"));
-      return false;
-    }
-    send_now(conn_, a.type, kFlagReply, a.request_id, encode_ok_reply(Empty{}));
-  }
-  conn_.set_recv_timeout(0);
-  return true;
+  if (config_.authenticated) return true;  // the daemon's session process did it already
+  HandshakeConfig hc{config_.token,          config_.server_info, exec_.device_count(),
+                     exec_.driver_version(), exec_.name(),        nullptr,
+                     payload_window(config_)};
+  return server_handshake(conn_, hc);
 }
 
 // ---- reader
@@ -427,6 +355,16 @@ Status Session::on(MemGetInfoMsg, const DeviceReq& q, MemGetInfoRep& rep) {
 Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (q.size == 0) return invalid("zero-byte allocation");
+  if (config_.mem_limit) {  // --client-mem-limit
+    uint64_t held = 0;
+    for (const auto& t : allocs_) held += t.freeable_bytes();
+    if (q.size > config_.mem_limit || held > config_.mem_limit - q.size)
+      return Status::fail(err::MemoryAllocation,
+                          "allocating " + std::to_string(q.size) + " bytes would exceed rgpud's " +
+                              "per-client device memory limit of " +
+                              std::to_string(config_.mem_limit) + " bytes (--client-mem-limit; " +
+                              std::to_string(held) + " bytes held)");
+  }
   Status s = exec_.mem_alloc(static_cast<int>(q.device), q.size, rep.ptr);
   if (s.ok()) allocs_[q.device].add(rep.ptr, q.size);
   return s;

@@ -46,7 +46,17 @@ struct SessionConfig {
   int payload_patience_ms = 30000;
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
+  bool authenticated = false;  // the handshake already happened (rgpud's session process)
+  // Per-client limits (0: none); exceeding one fails the request with a message naming it.
+  uint64_t mem_limit = 0;  // bytes of device memory, all GPUs together (--client-mem-limit)
+  size_t max_streams = 0;  // streams alive at once (--client-max-streams)
+  size_t max_events = 0;   // events alive at once (--client-max-events)
 };
+
+// Bytes of asynchronous payload a client may have outstanding (the handshake tells it).
+inline uint64_t payload_window(const SessionConfig& c) {
+  return static_cast<uint64_t>(c.payload_limit) * c.payload_bytes;
+}
 
 class Session {
  public:
@@ -171,7 +181,6 @@ class Session {
   // Declared after the pools: it is drained before they go.
   HostWork host_work_;
   std::vector<AllocationTable> allocs_;
-  proto::Nonce challenge_{};
 
   // Requests from the reader to the dispatcher.
   std::mutex queue_mu_;

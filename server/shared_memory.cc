@@ -5,8 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "common/log.h"
 #include "server/session.h"
+#include "transport/shm/segment.h"
 
 namespace rgpu::server {
 
@@ -19,12 +23,23 @@ Status Session::on(HostShmRegisterMsg, const HostShmRegisterReq& q, Empty&) {
   if (!conn_.can_pass_fds())
     return Status::fail(err::NotSupported, "shared page-locked memory needs the shm transport");
   int fd = conn_.recv_fd();
-  struct stat st {};
-  bool ok = q.id && !shared_.count(q.id) && fstat(fd, &st) == 0 &&
-            static_cast<uint64_t>(st.st_size) == q.size && q.size > 0;
-  void* p = ok ? mmap(nullptr, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  // The size is the segment's own (fstat), and it must be sealed against shrinking: a client that
+  // truncated a registered segment would make this process fault on the next copy.
+  std::string why;
+  if (!q.id || shared_.count(q.id))
+    why = "segment id " + std::to_string(q.id) + " is invalid or already registered";
+  else if (q.size == 0)
+    why = "the segment is empty";
+  else
+    transport::shm_check_sealed(fd, q.size, why);
+  void* p =
+      why.empty() ? mmap(nullptr, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (why.empty() && p == MAP_FAILED) why = std::string("mmap: ") + strerror(errno);
   close(fd);
-  if (p == MAP_FAILED) return Status::fail(err::InvalidValue, "bad shared segment");
+  if (p == MAP_FAILED) {
+    LOG_WARN("client %s: refusing a page-locked segment: %s", conn_.peer().c_str(), why.c_str());
+    return Status::fail(err::InvalidValue, "bad shared page-locked segment: " + why);
+  }
   if (Status s = exec_.host_register(p, q.size); !s.ok()) {
     munmap(p, q.size);
     return s;

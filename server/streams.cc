@@ -40,6 +40,10 @@ Status Session::event_of(uint32_t dev, uint64_t id, uint64_t& handle) const {
 Status Session::on(StreamCreateMsg, const StreamCreateReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (q.id == 0 || streams_.count(q.id)) return Status::fail(err::InvalidValue, "bad stream id");
+  if (config_.max_streams && streams_.size() >= config_.max_streams)
+    return Status::fail(err::MemoryAllocation,
+                        "this client already has " + std::to_string(streams_.size()) +
+                            " streams, rgpud's per-client limit (--client-max-streams)");
   uint64_t h = 0;
   if (Status s = exec_.stream_create(static_cast<int>(q.device), q.flags, q.priority, h); !s.ok())
     return s;
@@ -84,6 +88,10 @@ Status Session::on(StreamPriorityRangeMsg, const DeviceReq& q, StreamPriorityRan
 Status Session::on(EventCreateMsg, const EventCreateReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (q.id == 0 || events_.count(q.id)) return Status::fail(err::InvalidValue, "bad event id");
+  if (config_.max_events && events_.size() >= config_.max_events)
+    return Status::fail(err::MemoryAllocation,
+                        "this client already has " + std::to_string(events_.size()) +
+                            " events, rgpud's per-client limit (--client-max-events)");
   uint64_t h = 0;
   if (Status s = exec_.event_create(static_cast<int>(q.device), q.flags, h); !s.ok()) return s;
   events_[q.id] = Object{q.device, h};

@@ -74,7 +74,11 @@ class HostExecutor final : public Executor {
   // ---- memory ----
   Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) override {
     uint64_t bytes = page_round(size);
-    if (slots_[dev] < 0 || !ledgers_[dev]->reserve(slots_[dev], bytes))
+    if (slots_[dev] < 0)
+      return Status::fail(err::MemoryAllocation,
+                          "host backend: no free slot in the capacity ledger (" +
+                              std::to_string(HostLedger::kSlots) + " sessions)");
+    if (!ledgers_[dev]->reserve(slots_[dev], bytes))
       return Status::fail(err::MemoryAllocation, "host backend capacity exhausted");
     void* p = map_window(bytes);
     if (!p) {
@@ -95,7 +99,8 @@ class HostExecutor final : public Executor {
   }
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
     total = ledgers_[dev]->capacity();
-    free = total - ledgers_[dev]->used();
+    uint64_t used = ledgers_[dev]->used();  // may pass capacity for a moment (reserve backs off)
+    free = used < total ? total - used : 0;
     return Status::success();
   }
 

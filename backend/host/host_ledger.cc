@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <new>
 
 namespace rgpu::backend {
@@ -12,7 +13,6 @@ HostLedger* HostLedger::create(uint64_t capacity) {
   if (p == MAP_FAILED) return nullptr;
   auto* l = new (p) HostLedger();
   l->capacity_ = capacity;
-  l->used_.store(0);
   for (auto& s : l->slots_) {
     s.pid.store(0);
     s.bytes.store(0);
@@ -31,24 +31,37 @@ int HostLedger::claim(pid_t pid) {
   return -1;
 }
 
+uint64_t HostLedger::used() const {
+  uint64_t sum = 0;
+  for (const auto& s : slots_)
+    if (s.pid.load()) sum += s.bytes.load();
+  return sum;
+}
+
+// Optimistic: add to our slot, then look at the sum.  Of two sessions reserving at once, at least
+// one sees both additions, so the pool is never over-committed (both may back off; the caller
+// fails as a GPU would when memory is short).
 bool HostLedger::reserve(int slot, uint64_t bytes) {
-  uint64_t cur = used_.load();
-  do {
-    if (bytes > capacity_ || cur > capacity_ - bytes) return false;
-  } while (!used_.compare_exchange_weak(cur, cur + bytes));
+  if (slot < 0 || slot >= kSlots || bytes > capacity_) return false;
   slots_[slot].bytes.fetch_add(bytes);
+  if (used() > capacity_) {
+    slots_[slot].bytes.fetch_sub(bytes);
+    return false;
+  }
   return true;
 }
 
 void HostLedger::release(int slot, uint64_t bytes) {
-  slots_[slot].bytes.fetch_sub(bytes);
-  used_.fetch_sub(bytes);
+  if (slot < 0 || slot >= kSlots) return;
+  uint64_t cur = slots_[slot].bytes.load();
+  while (!slots_[slot].bytes.compare_exchange_weak(cur, cur - std::min(cur, bytes))) {
+  }
 }
 
 void HostLedger::release_process(pid_t pid) {
   for (auto& s : slots_) {
-    if (s.pid.load() == pid) {
-      used_.fetch_sub(s.bytes.exchange(0));
+    if (pid > 0 && s.pid.load() == pid) {
+      s.bytes.store(0);
       s.pid.store(0);
     }
   }

@@ -186,6 +186,18 @@ bool Daemon::alive() const {
   return waitpid(pid_, &st, WNOHANG) == 0;
 }
 
+bool Daemon::wait_exit(int timeout_ms, int& status) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  do {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (Clock::now() < deadline);
+  return false;
+}
+
 Env Daemon::client_env() const {
   Env env{{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
 #ifdef RGPU_SANITIZER_PRELOAD

@@ -40,6 +40,8 @@ class Daemon {
   std::string servers() const { return "127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return pid_; }
   bool alive() const;
+  // Waits up to `timeout_ms` for rgpud to exit; true (with its wait status) when it did.
+  bool wait_exit(int timeout_ms, int& status);
   // Environment for a CUDA program that should use this daemon.
   Env client_env() const;
 

@@ -15,36 +15,18 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/log.h"
 #include "common/spin.h"
+#include "transport/shm/segment.h"
 
 namespace rgpu::transport {
 namespace {
 
 constexpr size_t kRingBytes = 16u << 20;  // per direction
-constexpr uint32_t kMagic = 0x5247534d;   // "RGSM"
 
-// One direction.  head is advanced by the producer, tail by the consumer; data_seq / space_seq are
-// futex words the waiting side sleeps on.
-struct alignas(64) Ring {
-  std::atomic<uint64_t> head;
-  char pad0[56];
-  std::atomic<uint64_t> tail;
-  char pad1[56];
-  std::atomic<uint32_t> data_seq, space_seq;
-  std::atomic<uint32_t> consumer_waiting, producer_waiting;
-  std::atomic<uint32_t> closed;
-  char pad2[44];
-};
-
-struct Segment {
-  uint32_t magic;
-  uint32_t ring_bytes;
-  char pad[56];
-  Ring rings[2];  // [0]: client to server, [1]: server to client
-  // followed by the two data areas
-};
-
-size_t segment_size(size_t ring) { return sizeof(Segment) + 2 * ring; }
+using Ring = ShmRing;
+using Segment = ShmSegment;
+size_t segment_size(size_t ring) { return shm_segment_size(ring); }
 
 void send_fd(int sock, int fd);
 int recv_fd(int sock);
@@ -79,19 +61,27 @@ class ShmConnection final : public Connection {
       const char* p = static_cast<const char*>(iov[i].iov_base);
       size_t left = iov[i].iov_len;
       while (left) {
-        uint64_t head = tx_->head.load(std::memory_order_relaxed);
-        uint64_t space = ring_ - (head - tx_->tail.load(std::memory_order_acquire));
+        if (broken_) throw TransportError(broken_why_);
+        // The peer's tail, read once: it must lie within one ring behind our head.
+        const uint64_t tail = tx_->tail.load(std::memory_order_acquire);
+        // Indices only grow (64 bits never wrap): the peer cannot have read more than we wrote.
+        const uint64_t used = tx_head_ - tail;
+        if (tail > tx_head_ || used > ring_)
+          corrupt("its read index is " + std::to_string(tail) + ", our write index " +
+                  std::to_string(tx_head_));
+        const uint64_t space = ring_ - used;
         if (space == 0) {
           wait_for(tx_->space_seq, tx_->producer_waiting,
-                   [&] { return ring_ - (head - tx_->tail.load(std::memory_order_acquire)) > 0; });
+                   [&] { return tx_->tail.load(std::memory_order_acquire) != tail; });
           continue;
         }
         size_t n = std::min<uint64_t>(left, space);
-        size_t at = head % ring_;
+        size_t at = tx_head_ % ring_;
         size_t first = std::min(n, ring_ - at);
         memcpy(tx_data_ + at, p, first);
         memcpy(tx_data_, p + first, n - first);
-        tx_->head.store(head + n, std::memory_order_release);
+        tx_head_ += n;
+        tx_->head.store(tx_head_, std::memory_order_release);
         tx_->data_seq.fetch_add(1, std::memory_order_release);
         if (tx_->consumer_waiting.load(std::memory_order_acquire)) futex_wake(&tx_->data_seq);
         p += n;
@@ -152,27 +142,44 @@ class ShmConnection final : public Connection {
   // went away before any byte and `must` is false.
   size_t take(char* p, size_t len, bool must) {
     for (;;) {
-      uint64_t tail = rx_->tail.load(std::memory_order_relaxed);
-      uint64_t avail = rx_->head.load(std::memory_order_acquire) - tail;
+      if (broken_) throw TransportError(broken_why_);
+      // The peer's head, read once: it must lie within one ring ahead of our tail.
+      const uint64_t head = rx_->head.load(std::memory_order_acquire);
+      const uint64_t avail = head - rx_tail_;
+      if (head < rx_tail_ || avail > ring_)
+        corrupt("its write index is " + std::to_string(head) + ", our read index " +
+                std::to_string(rx_tail_));
       if (avail) {
         size_t n = std::min<uint64_t>(len, avail);
-        size_t at = tail % ring_;
+        size_t at = rx_tail_ % ring_;
         size_t first = std::min(n, ring_ - at);
         memcpy(p, rx_data_ + at, first);
         memcpy(p + first, rx_data_, n - first);
-        rx_->tail.store(tail + n, std::memory_order_release);
+        rx_tail_ += n;
+        rx_->tail.store(rx_tail_, std::memory_order_release);
         rx_->space_seq.fetch_add(1, std::memory_order_release);
         if (rx_->producer_waiting.load(std::memory_order_acquire)) futex_wake(&rx_->space_seq);
         return n;
       }
       try {
         wait_for(rx_->data_seq, rx_->consumer_waiting,
-                 [&] { return rx_->head.load(std::memory_order_acquire) != tail; });
+                 [&] { return rx_->head.load(std::memory_order_acquire) != head; });
       } catch (const TransportError&) {
         if (!must) return 0;
         throw;
       }
     }
+  }
+
+  // The other process broke the ring's invariants: stop using the segment for good.
+  [[noreturn]] void corrupt(const std::string& what) {
+    broken_ = true;
+    broken_why_ = "shared-memory ring from " + peer_ + " is corrupt (" + what + ", ring of " +
+                  std::to_string(ring_) + " bytes); closing the connection";
+    LOG_WARN("%s", broken_why_.c_str());
+    tx_->closed.store(1);
+    ::shutdown(sock_, SHUT_RDWR);
+    throw TransportError(broken_why_);
   }
 
   template <class F>
@@ -215,6 +222,10 @@ class ShmConnection final : public Connection {
   char* rx_data_;
   int recv_timeout_s_ = 0;
   long uid_;
+  uint64_t tx_head_ = 0;  // our write index of tx (only ever written to the segment)
+  uint64_t rx_tail_ = 0;  // our read index of rx (idem)
+  bool broken_ = false;
+  std::string broken_why_;
 };
 
 sockaddr_un abstract_address(const std::string& name, socklen_t& len) {
@@ -228,20 +239,18 @@ sockaddr_un abstract_address(const std::string& name, socklen_t& len) {
 }
 
 void* create_segment(size_t ring, int& fd) {
-  fd = memfd_create("rgpu-shm", MFD_CLOEXEC);
-  if (fd < 0) throw TransportError(std::string("memfd_create: ") + strerror(errno));
   size_t size = segment_size(ring);
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    close(fd);
-    throw TransportError(std::string("ftruncate: ") + strerror(errno));
-  }
+  std::string why;
+  fd = shm_create_sealed("rgpu-shm", size, why);
+  if (fd < 0) throw TransportError("cannot create the shared-memory segment: " + why);
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     close(fd);
+    fd = -1;
     throw TransportError(std::string("mmap: ") + strerror(errno));
   }
   auto* seg = static_cast<Segment*>(base);
-  seg->magic = kMagic;
+  seg->magic = kShmMagic;
   seg->ring_bytes = static_cast<uint32_t>(ring);
   return base;
 }
@@ -294,18 +303,26 @@ std::unique_ptr<Connection> adopt_client(int sock) {
     close(sock);
     throw TransportError("shared-memory client " + peer + " sent no segment");
   }
-  struct stat st {};
+  // The header is read once (pread, into a local); the size comes from fstat, and the seal keeps
+  // the client from shrinking the segment under the mapping later (which would be SIGBUS here).
   Segment head{};
-  bool ok = fstat(fd, &st) == 0 && pread(fd, &head, sizeof head, 0) == sizeof head &&
-            head.magic == kMagic && head.ring_bytes >= 4096 && head.ring_bytes <= (1u << 30) &&
-            static_cast<size_t>(st.st_size) == segment_size(head.ring_bytes);
-  void* base =
-      ok ? mmap(nullptr, segment_size(head.ring_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-         : MAP_FAILED;
+  std::string why;
+  if (pread(fd, &head, sizeof head, 0) != sizeof head)
+    why = "the segment is smaller than its header";
+  else if (head.magic != kShmMagic)
+    why = "the segment has no rgpu header";
+  else if (head.ring_bytes < kShmMinRing || head.ring_bytes > kShmMaxRing)
+    why = "the segment announces rings of " + std::to_string(head.ring_bytes) + " bytes";
+  else
+    shm_check_sealed(fd, segment_size(head.ring_bytes), why);
+  void* base = why.empty() ? mmap(nullptr, segment_size(head.ring_bytes), PROT_READ | PROT_WRITE,
+                                  MAP_SHARED, fd, 0)
+                           : MAP_FAILED;
+  if (why.empty() && base == MAP_FAILED) why = std::string("mmap: ") + strerror(errno);
   close(fd);
   if (base == MAP_FAILED) {
     close(sock);
-    throw TransportError("shared-memory client " + peer + " sent a malformed segment");
+    throw TransportError("shared-memory client " + peer + " sent a bad segment: " + why);
   }
   char ack = 'K';
   if (send(sock, &ack, 1, MSG_NOSIGNAL) != 1) {

@@ -1,0 +1,96 @@
+#include "server/session_process.h"
+#include "server/tls_gate.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "backend/cuda/cuda_executor.h"
+#include "common/log.h"
+#include "server/handshake.h"
+#include "server/output_capture.h"
+#include "server/session.h"
+#include "transport/shm/shm.h"
+
+namespace rgpu::server {
+namespace {
+
+// Asks the daemon whether this authenticated client may have a session; "" when admitted.
+std::string ask_daemon(int control, const std::string& identity) {
+  std::string msg = kAdmitRequest + identity;
+  if (send(control, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
+    return "rgpud is shutting down";
+  pollfd p{control, POLLIN, 0};
+  char buf[1024];
+  ssize_t n = poll(&p, 1, 10000) == 1 ? recv(control, buf, sizeof buf, 0) : -1;
+  if (n <= 0) return "rgpud did not admit the session (it is shutting down or overloaded)";
+  if (buf[0] == kAdmitYes) return "";
+  return n > 1 ? std::string(buf + 1, static_cast<size_t>(n - 1)) : "refused by rgpud";
+}
+
+}  // namespace
+
+void run_session_process(const SessionProcessConfig& cfg,
+                         std::unique_ptr<transport::Connection> conn, int shm_sock, int control) {
+  // Until the client has authenticated, nothing is spent on it: no executor (GPU context, host
+  // ledger slot), no page-locked memory.  The daemon kills this process if the handshake takes
+  // longer than --handshake-timeout, however slowly the peer trickles its bytes.
+  if (shm_sock >= 0) {
+    try {
+      conn = transport::shm_adopt(shm_sock);  // the segment handshake
+    } catch (const std::exception& e) {
+      LOG_WARN("%s", e.what());
+      _exit(0);
+    }
+  }
+  if (cfg.tls && std::string(conn->kind()) == "tcp") {
+    conn = secure_client(std::move(conn), *cfg.tls);  // the TLS handshake
+    if (!conn) _exit(0);
+  }
+  const DaemonConfig& d = *cfg.daemon;
+  SessionConfig sc{cfg.token, cfg.server_info};
+  if (d.chunk_bytes) sc.staging_bytes = sc.payload_bytes = d.chunk_bytes;
+  if (d.pipeline_depth) sc.staging_limit = d.pipeline_depth;
+  const std::string identity = client_identity(*conn);
+  HandshakeConfig hc{cfg.token,
+                     cfg.server_info,
+                     cfg.gpu_count,
+                     cfg.driver_version,
+                     cfg.use_cuda ? "cuda" : "host",
+                     [&] { return ask_daemon(control, identity); },
+                     payload_window(sc)};
+  try {
+    if (!server_handshake(*conn, hc)) _exit(0);
+  } catch (const std::exception& e) {
+    LOG_WARN("handshake with %s failed: %s", conn->peer().c_str(), e.what());
+    _exit(0);
+  }
+
+  std::unique_ptr<backend::Executor> exec;
+  std::string error;
+  if (cfg.use_cuda)
+    exec = backend::make_cuda_executor(error);
+  else
+    exec = backend::make_host_executor(cfg.ledgers, cfg.host_kernels);
+  if (!exec) {
+    LOG_ERROR("cannot start a session: %s", error.c_str());
+    _exit(1);
+  }
+  {
+    OutputCapture output;
+    if (!output.start())
+      LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
+    sc.module_cache = cfg.cache;
+    sc.output = &output;
+    sc.authenticated = true;
+    sc.mem_limit = d.client_mem_limit;
+    sc.max_streams = d.client_max_streams;
+    sc.max_events = d.client_max_events;
+    Session session(*conn, *exec, sc);
+    session.run();
+  }
+  exec.reset();
+  _exit(0);
+}
+
+}  // namespace rgpu::server

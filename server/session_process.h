@@ -1,0 +1,45 @@
+// The life of one session process (a fork of rgpud per connection): the shm segment handshake and
+// the rgpu handshake first, with nothing spent on the client yet; then admission by the daemon
+// (its session limits, over a control socket); only then the executor (GPU contexts, the host
+// ledger slot) and the Session.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/host/host_executor.h"
+#include "server/daemon.h"
+#include "server/module_cache.h"
+#include "transport/connection.h"
+#include "transport/tls/tls.h"
+
+namespace rgpu::server {
+
+struct SessionProcessConfig {
+  const DaemonConfig* daemon = nullptr;
+  std::optional<std::string> token;
+  std::string server_info;
+  bool use_cuda = false;
+  int gpu_count = 0;
+  int driver_version = 0;
+  std::vector<backend::HostLedger*> ledgers;  // host backend
+  const backend::HostKernels* host_kernels = nullptr;
+  const ModuleCache* cache = nullptr;
+  const transport::TlsContext* tls = nullptr;  // TCP clients must use TLS
+};
+
+// Admission messages on the control socket (SOCK_SEQPACKET): the session sends
+// kAdmitRequest + its identity once the client authenticated; the daemon answers kAdmitYes, or
+// kAdmitNo + the reason.
+constexpr char kAdmitRequest = 'A';
+constexpr char kAdmitYes = 'Y';
+constexpr char kAdmitNo = 'N';
+
+// Runs in the forked child; never returns.  Exactly one of `conn` and `shm_sock` is set.
+[[noreturn]] void run_session_process(const SessionProcessConfig& cfg,
+                                      std::unique_ptr<transport::Connection> conn, int shm_sock,
+                                      int control);
+
+}  // namespace rgpu::server

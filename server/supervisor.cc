@@ -1,0 +1,178 @@
+#include "server/supervisor.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "server/session_process.h"
+
+namespace rgpu::server {
+
+Supervisor::Supervisor(const DaemonConfig& cfg, std::vector<backend::HostLedger*> ledgers)
+    : cfg_(cfg), ledgers_(std::move(ledgers)), max_sessions_(cfg.max_sessions) {}
+
+void Supervisor::add(pid_t pid, int control, std::string peer) {
+  Child c{pid, control, std::move(peer), Clock::now(), false, false, ""};
+  children_.push_back(std::move(c));
+}
+
+bool Supervisor::handshake_slot_free() const {
+  auto in_handshake =
+      std::count_if(children_.begin(), children_.end(), [](const Child& c) { return !c.admitted; });
+  return in_handshake < cfg_.max_handshakes;
+}
+
+void Supervisor::note_dropped(const std::string& peer) {
+  ++dropped_since_log_;
+  auto now = Clock::now();
+  if (now - last_drop_log_ < std::chrono::seconds(1)) return;
+  LOG_WARN("dropping client %s%s: %d connections are still in their handshake (--max-handshakes)",
+           peer.c_str(),
+           dropped_since_log_ > 1
+               ? (" and " + std::to_string(dropped_since_log_ - 1) + " more").c_str()
+               : "",
+           cfg_.max_handshakes);
+  last_drop_log_ = now;
+  dropped_since_log_ = 0;
+}
+
+void Supervisor::add_control_fds(std::vector<pollfd>& fds) const {
+  for (const Child& c : children_)
+    if (c.control >= 0) fds.push_back({c.control, POLLIN, 0});
+}
+
+std::string Supervisor::admit(const std::string& identity) const {
+  int sessions = 0, mine = 0;
+  for (const Child& c : children_) {
+    if (!c.admitted) continue;
+    ++sessions;
+    if (c.identity == identity) ++mine;
+  }
+  if (sessions >= max_sessions_)
+    return "rgpud already serves " + std::to_string(sessions) +
+           " sessions, its limit (--max-sessions " + std::to_string(max_sessions_) + ")";
+  if (cfg_.max_sessions_per_user > 0 && mine >= cfg_.max_sessions_per_user)
+    return "rgpud already serves " + std::to_string(mine) + " sessions for " + identity +
+           ", its limit per user (--max-sessions-per-user " +
+           std::to_string(cfg_.max_sessions_per_user) + ")";
+  return "";
+}
+
+void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {
+  for (size_t i = first; i < fds.size(); ++i) {
+    if (!fds[i].revents) continue;
+    auto it = std::find_if(children_.begin(), children_.end(),
+                           [&](const Child& c) { return c.control == fds[i].fd; });
+    if (it == children_.end()) continue;
+    char buf[1024];
+    ssize_t n = recv(it->control, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      close(it->control);  // the session process is ending; reap() collects it
+      it->control = -1;
+      continue;
+    }
+    if (n <= 0 || buf[0] != kAdmitRequest || it->admitted) continue;
+    std::string reply;
+    if (it->killed) {
+      reply = std::string(1, kAdmitNo) + "the handshake took too long (--handshake-timeout)";
+    } else {
+      std::string identity(buf + 1, static_cast<size_t>(n - 1));
+      std::string why = admit(identity);
+      if (why.empty()) {
+        it->admitted = true;
+        it->identity = identity;
+        reply = std::string(1, kAdmitYes);
+      } else {
+        reply = kAdmitNo + why;
+      }
+    }
+    send(it->control, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
+
+int Supervisor::next_deadline_ms() const {
+  int best = -1;
+  auto now = Clock::now();
+  for (const Child& c : children_) {
+    if (c.admitted || c.killed) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    c.started + std::chrono::milliseconds(cfg_.handshake_timeout_ms) - now)
+                    .count();
+    int ms = static_cast<int>(std::max<long long>(0, left)) + 1;
+    if (best < 0 || ms < best) best = ms;
+  }
+  return best;
+}
+
+void Supervisor::enforce_deadlines() {
+  auto now = Clock::now();
+  for (Child& c : children_) {
+    if (c.admitted || c.killed ||
+        now - c.started < std::chrono::milliseconds(cfg_.handshake_timeout_ms))
+      continue;
+    LOG_WARN("client %s: no complete handshake within %d ms (--handshake-timeout); dropped",
+             c.peer.c_str(), cfg_.handshake_timeout_ms);
+    kill(c.pid, SIGKILL);
+    c.killed = true;
+  }
+}
+
+void Supervisor::reap() {
+  int status;
+  for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
+    for (auto* l : ledgers_) l->release_process(p);
+    auto it = std::find_if(children_.begin(), children_.end(),
+                           [&](const Child& c) { return c.pid == p; });
+    if (it == children_.end()) continue;
+    if (WIFSIGNALED(status) && !it->killed && WTERMSIG(status) != SIGTERM)
+      LOG_WARN("session process %d (client %s) died of signal %d", p, it->peer.c_str(),
+               WTERMSIG(status));
+    if (it->control >= 0) close(it->control);
+    children_.erase(it);
+  }
+}
+
+void Supervisor::close_all_in_child() {
+  for (Child& c : children_)
+    if (c.control >= 0) close(c.control);
+  children_.clear();
+}
+
+void Supervisor::wait_for_all(int sigfd, Clock::time_point deadline) {
+  for (;;) {
+    reap();
+    if (children_.empty()) return;
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return;
+    pollfd p{sigfd, POLLIN, 0};
+    poll(&p, 1, static_cast<int>(std::min<long long>(left, 100)));
+    signalfd_siginfo si;
+    while (read(sigfd, &si, sizeof si) == sizeof si) {
+    }
+  }
+}
+
+int Supervisor::shut_down(int sigfd, int timeout_ms) {
+  LOG_NOTICE("stopping; ending %zu session(s)", children_.size());
+  for (const Child& c : children_) {
+    kill(c.pid, SIGTERM);
+    kill(c.pid, SIGCONT);  // a stopped session would not act on SIGTERM before it runs again
+  }
+  wait_for_all(sigfd, Clock::now() + std::chrono::milliseconds(timeout_ms));
+  if (children_.empty()) return 0;
+  LOG_WARN("%zu session(s) did not end within %d ms (--shutdown-timeout); killing them",
+           children_.size(), timeout_ms);
+  for (const Child& c : children_) kill(c.pid, SIGKILL);
+  wait_for_all(sigfd, Clock::now() + std::chrono::seconds(5));
+  if (children_.empty()) return 0;
+  LOG_ERROR("%zu session process(es) survived SIGKILL (stuck in the kernel?)", children_.size());
+  return 1;
+}
+
+}  // namespace rgpu::server

@@ -1,0 +1,68 @@
+// The daemon's view of its session processes: which are still in their handshake (the
+// pre-authentication budget and its deadline), which are admitted sessions (the session limits),
+// reaping, and ending them all at shutdown.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "backend/host/host_ledger.h"
+#include "server/daemon.h"
+
+namespace rgpu::server {
+
+class Supervisor {
+ public:
+  Supervisor(const DaemonConfig& cfg, std::vector<backend::HostLedger*> ledgers);
+
+  void set_max_sessions(int n) { max_sessions_ = n; }
+  // A new session process, in its handshake; `control` is the daemon's end of its control socket.
+  void add(pid_t pid, int control, std::string peer);
+  // False when --max-handshakes connections are still in their handshake.
+  bool handshake_slot_free() const;
+  // Logs (at most once a second) that a connection was dropped for want of a handshake slot.
+  void note_dropped(const std::string& peer);
+
+  // Appends the control sockets to poll; serve_controls answers admission requests among them.
+  void add_control_fds(std::vector<pollfd>& fds) const;
+  void serve_controls(const std::vector<pollfd>& fds, size_t first);
+  // Milliseconds until the next handshake deadline (-1: none).
+  int next_deadline_ms() const;
+  // Kills session processes whose handshake outlived --handshake-timeout.
+  void enforce_deadlines();
+  // Collects ended session processes and returns what the host ledger still charged to them.
+  void reap();
+
+  // In a freshly forked session process: closes the daemon's ends of the other control sockets.
+  void close_all_in_child();
+  // SIGTERM (and SIGCONT, for stopped ones) to every session; SIGKILL to those left after
+  // `timeout_ms`.  Returns the daemon's exit code: 0, or 1 when a session would not die.
+  int shut_down(int sigfd, int timeout_ms);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Child {
+    pid_t pid;
+    int control;  // -1 once the session closed it
+    std::string peer;
+    Clock::time_point started;
+    bool admitted = false;
+    bool killed = false;  // handshake deadline passed: SIGKILL sent
+    std::string identity;
+  };
+  std::string admit(const std::string& identity) const;
+  void wait_for_all(int sigfd, Clock::time_point deadline);
+
+  const DaemonConfig& cfg_;
+  std::vector<backend::HostLedger*> ledgers_;
+  int max_sessions_;
+  std::vector<Child> children_;
+  Clock::time_point last_drop_log_{};
+  size_t dropped_since_log_ = 0;
+};
+
+}  // namespace rgpu::server
