@@ -36,7 +36,7 @@ Client::Client() {
     auto key = std::make_pair(d.host, d.port);
     auto it = by_address.find(key);
     if (it == by_address.end()) {
-      links_.push_back(std::make_unique<ServerLink>(d.host, d.port, cfg.token));
+      links_.push_back(std::make_unique<ServerLink>(d.host, d.port, cfg.token, cfg.timeout_s));
       it = by_address.emplace(key, links_.back().get()).first;
     }
     v.link = it->second;
@@ -213,7 +213,8 @@ void parallel_copy(char* dst, const char* src, size_t len) {
   for (unsigned i = 1; i < n; ++i) {
     size_t off = i * part;
     if (off < len)
-      helpers[i] = std::thread([=] { std::memcpy(dst + off, src + off, std::min(part, len - off)); });
+      helpers[i] =
+          std::thread([=] { std::memcpy(dst + off, src + off, std::min(part, len - off)); });
   }
   std::memcpy(dst, src, std::min(part, len));
   for (unsigned i = 1; i < n; ++i)

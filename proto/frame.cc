@@ -51,6 +51,8 @@ const char* msg_name(uint16_t id) {
       return "AsyncData";
     case static_cast<uint16_t>(MsgId::RunCallback):
       return "RunCallback";
+    case static_cast<uint16_t>(MsgId::Heartbeat):
+      return "Heartbeat";
   }
   return nullptr;
 }

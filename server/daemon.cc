@@ -227,6 +227,7 @@ int run_daemon(const DaemonConfig& cfg) {
       SessionConfig sc{token, info};
       if (cfg.chunk_bytes) sc.staging_bytes = sc.payload_bytes = cfg.chunk_bytes;
       if (cfg.pipeline_depth) sc.staging_limit = cfg.pipeline_depth;
+      sc.client_timeout_s = cfg.client_timeout_s;
       sc.module_cache = &cache;
       sc.output = &output;
       Session session(*conn, *exec, sc);

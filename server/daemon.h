@@ -21,6 +21,7 @@ struct DaemonConfig {
   std::string module_cache;             // fat binaries by hash; "" = default, "none" = off
   size_t chunk_bytes = 0;               // bulk pipeline: bytes per chunk (0: SessionConfig's)
   size_t pipeline_depth = 0;  // bulk pipeline: device-to-host chunks in flight (0: default)
+  int client_timeout_s = 30;  // a client stalled mid-frame or not reading ends its session
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

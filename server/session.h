@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -39,6 +40,11 @@ struct SessionConfig {
   size_t payload_bytes = 2u << 20;            // one page-locked buffer of a request's payload
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
+  // Liveness (rgpud --client-timeout): once a frame has begun, its body and payload must arrive
+  // within this many seconds, and a send to the client must make progress within it; otherwise
+  // the session ends.  An idle client between requests is never timed out.
+  int client_timeout_s = 30;
+  size_t outbox_bytes = 64u << 20;  // bytes queued for the client before the dispatcher waits
 };
 
 class Session {
@@ -140,7 +146,9 @@ class Session {
   static void run_callback(void* arg);
   void cancel_callbacks();
 
-  void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body);
+  // `block`: Outbox::Block::IfFull from the dispatcher, Never from callback threads.
+  void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
+                  Outbox::Block block = Outbox::Block::Never);
   void push_error(const proto::FrameHeader& h, const Status& s);
   void push_async_error(uint64_t request_id, uint16_t type, const Status& s);
 
@@ -162,6 +170,10 @@ class Session {
   std::deque<Request> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock
   bool reader_done_ = false;
+  // Liveness: the dispatcher is serving a request (with queued_: the session is busy, so the
+  // writer sends heartbeats every heartbeat_interval_, chosen from the client's timeout).
+  std::atomic<bool> serving_{false};
+  std::chrono::milliseconds heartbeat_interval_{1000};
 
   // Dispatcher state.
   Request* current_ = nullptr;  // the request being served
