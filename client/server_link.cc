@@ -235,6 +235,7 @@ void ServerLink::fail_link(const std::string& why) {
   if (state_ == err::Success)
     LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
   state_ = err::DevicesUnavailable;
+  failed_.store(true, std::memory_order_release);
   // Every waiter is woken, except one whose buffers the receiver may still be writing: the
   // receiver finishes it (with its reply, or with this failure once its receive fails).
   for (auto it = waiting_.begin(); it != waiting_.end();) {
@@ -294,6 +295,10 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
                                std::vector<uint8_t> body, const iovec* out, int n_out,
                                const iovec* in, int n_in, Decoder decode, void* rep) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
+  if (failed_.load(std::memory_order_acquire)) {  // asynchronous requests too: fail at once
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+  }
   const uint64_t id = next_id_++;
   Pending p;
   p.decode = decode;

@@ -146,6 +146,7 @@ class ServerLink {
   std::condition_variable cv_;     // callers sleeping for a reply
   std::condition_variable cb_cv_;  // the callback thread
   std::atomic<bool> has_pending_{false};
+  std::atomic<bool> failed_{false};   // state_ is an error: every call fails at once
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
   std::map<uint64_t, Pending*> waiting_;

@@ -92,9 +92,9 @@ class TcpConnection final : public Connection {
                                    std::to_string(send_timeout_s_) + " s (the peer is not reading)",
                                false, true);
         if (e == ETIMEDOUT)
-          throw TransportError("send to " + peer_ +
-                                   " failed: the peer did not acknowledge data for " +
-                                   std::to_string(send_timeout_s_) + " s",
+          throw TransportError("send to " + peer_ + " failed: the peer took no data for " +
+                                   std::to_string(send_timeout_s_) +
+                                   " s (it stopped reading, or the network is lost)",
                                false, true);
         throw TransportError("send to " + peer_ + " failed: " + errno_text(e),
                              e == EPIPE || e == ECONNRESET);
