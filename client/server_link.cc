@@ -229,8 +229,6 @@ CudaError ServerLink::connect_locked() {
 }
 
 void ServerLink::fail_link(const std::string& why) {
-  // Shut the connection first: a receiver blocked in a waiter's buffers returns from it.
-  if (conn_) conn_->shutdown();
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == err::Success)
     LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
@@ -251,16 +249,23 @@ void ServerLink::fail_link(const std::string& why) {
   callbacks_.clear();
   cv_.notify_all();
   cb_cv_.notify_all();
+  // After the reason is recorded (the receiver's own failure, which this causes, is not the
+  // story); a receiver blocked in a waiter's buffers returns from them.
+  if (conn_) conn_->shutdown();
 }
 
 void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, Pending& p) {
   const int64_t limit_ns = int64_t{timeout_s_} * 1000000000;
   const auto tick = std::chrono::milliseconds(std::min(250, timeout_s_ * 250));
-  const int64_t started = now_ns();
+  int64_t started = now_ns(), last_look = started;
   auto done = [&] { return p.done.load(); };
   while (!done()) {
     if (cv_.wait_for(lock, tick, done)) return;
     int64_t now = now_ns();
+    // This process itself was stopped or starved (the look came far too late): what the server
+    // sent meanwhile may still be unread, so silence is measured afresh.
+    if (now - last_look > limit_ns / 2) started = now;
+    last_look = now;
     int64_t silent = now - std::max(started, last_rx_ns_.load(std::memory_order_relaxed));
     if (silent < limit_ns || state_ != err::Success) continue;
     char why[200];

@@ -186,7 +186,7 @@ TEST_P(Liveness, AStoppedServerFailsTheWaitingCallWithinTheTimeout) {
   unlink(err_file.c_str());
   ASSERT_TRUE(got_sync) << err;
   EXPECT_NE(sync.find("cudaErrorDevicesUnavailable"), std::string::npos) << sync;
-  EXPECT_GE(took, 1.5) << sync;
+  EXPECT_GE(took, 1.0) << sync;  // silence counts from the last heartbeat (every 0.5 s)
   EXPECT_LT(took, 2 + 2.5) << sync;
   ASSERT_TRUE(got_later) << err;
   EXPECT_NE(later.find("cudaErrorDevicesUnavailable after 0.0 s"), std::string::npos) << later;
