@@ -37,7 +37,7 @@ Client::Client() {
     auto key = std::make_pair(d.host, d.port);
     auto it = by_address.find(key);
     if (it == by_address.end()) {
-      links_.push_back(std::make_unique<ServerLink>(d.host, d.port, cfg.token));
+      links_.push_back(std::make_unique<ServerLink>(d.host, d.port, cfg.token, cfg.timeout_s));
       it = by_address.emplace(key, links_.back().get()).first;
     }
     v.link = it->second;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/log.h"
 #include "common/strings.h"
@@ -60,6 +61,15 @@ Config load_config() {
     else
       LOG_ERROR("RGPU_EAGER_BYTES=%s is not a size; using %llu", e,
                 static_cast<unsigned long long>(c.eager_bytes));
+  }
+  if (const char* e = getenv("RGPU_TIMEOUT"); e && *e) {
+    int v = 0;
+    auto [p, ec] = std::from_chars(e, e + strlen(e), v);
+    if (ec == std::errc() && *p == '\0' && v >= 0 && v <= 86400)
+      c.timeout_s = v;
+    else
+      LOG_ERROR("RGPU_TIMEOUT=%s is not a whole number of seconds (0..86400); using %d", e,
+                c.timeout_s);
   }
   return c;
 }

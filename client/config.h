@@ -2,6 +2,8 @@
 //   RGPU_SERVERS  "host[:port][/gpu],..."  each entry is one CUDA device, in order
 //                 (default 127.0.0.1:7766, the local rgpud's first GPU)
 //   RGPU_TOKEN    shared token for servers that require authentication
+//   RGPU_TIMEOUT  seconds of silence from a server after which it is taken for gone (default 10,
+//                 0: wait for ever); also bounds connecting and the handshake
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,10 @@ struct Config {
   // are taken at the call, as CUDA stages them); larger ones wait for the server
   // (RGPU_EAGER_BYTES).
   uint64_t eager_bytes = 256 << 10;
+  // Liveness (RGPU_TIMEOUT): the handshake must finish, and while a synchronous call waits
+  // something (a reply, data, a heartbeat) must arrive from the server, within this many seconds;
+  // otherwise the link fails with cudaErrorDevicesUnavailable.  0: no limit.
+  int timeout_s = 10;
 };
 
 Config load_config();

@@ -28,6 +28,16 @@ std::string client_arch() {
   return std::string(u.machine) + "-le-lp64";
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Payloads are received in pieces of this size, each one proof of life (at RGPU_TIMEOUT=10 a link
+// slower than 0.4 MB/s would be taken for silence).
+constexpr uint64_t kLifeChunk = 4u << 20;
+
 std::string client_info() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -38,8 +48,9 @@ std::string client_info() {
 
 }  // namespace
 
-ServerLink::ServerLink(std::string host, uint16_t port, std::optional<std::string> token)
-    : host_(std::move(host)), port_(port), token_(std::move(token)) {}
+ServerLink::ServerLink(std::string host, uint16_t port, std::optional<std::string> token,
+                       int timeout_s)
+    : host_(std::move(host)), port_(port), token_(std::move(token)), timeout_s_(timeout_s) {}
 
 ServerLink::~ServerLink() {
   // Links live as long as the process (the client core is never destroyed); if one is destroyed,
@@ -60,12 +71,45 @@ CudaError ServerLink::ensure_connected() {
   return connect_locked();
 }
 
-void ServerLink::read_frame(FrameHeader& h, std::vector<uint8_t>& body) {
+bool ServerLink::read_frame(FrameHeader& h, std::vector<uint8_t>& body, bool idle) {
   uint8_t raw[kHeaderSize];
-  conn_->recv(raw, sizeof raw);
+  if (idle) {
+    if (!conn_->recv_idle_or_eof(raw, sizeof raw)) return false;
+  } else {
+    conn_->recv(raw, sizeof raw);
+  }
+  note_life();
   h = decode_header(raw);
   body.resize(h.body_len);
   if (h.body_len) conn_->recv(body.data(), body.size());
+  return true;
+}
+
+void ServerLink::note_life() { last_rx_ns_.store(now_ns(), std::memory_order_relaxed); }
+
+void ServerLink::recv_noting_life(const iovec* iov, int count) {
+  std::vector<iovec> piece;
+  uint64_t in_piece = 0;
+  auto flush = [&] {
+    for (size_t i = 0; i < piece.size(); i += IOV_MAX) {
+      int n = static_cast<int>(std::min<size_t>(IOV_MAX, piece.size() - i));
+      conn_->recv_all(piece.data() + i, n);
+    }
+    note_life();
+    piece.clear();
+    in_piece = 0;
+  };
+  for (int k = 0; k < count; ++k) {
+    char* p = static_cast<char*>(iov[k].iov_base);
+    uint64_t left = iov[k].iov_len;
+    while (left) {
+      uint64_t n = std::min(left, kLifeChunk - in_piece);
+      piece.push_back({p, n});
+      p += n, left -= n, in_piece += n;
+      if (in_piece == kLifeChunk) flush();
+    }
+  }
+  if (!piece.empty()) flush();
 }
 
 CudaError ServerLink::connect_locked() {
@@ -93,9 +137,18 @@ CudaError ServerLink::connect_locked() {
     return fail(err::InvalidValue);
   }
   if (tls && mode == "auto") mode = "tcp";  // TLS protects TCP links; shm only when asked for
+  // RGPU_TIMEOUT bounds connecting and the whole handshake.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
+  auto left_s = [&]() -> int {
+    if (timeout_s_ <= 0) return 0;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now())
+                  .count();
+    return static_cast<int>(std::max<int64_t>(1, (ms + 999) / 1000));
+  };
   if (mode != "tcp" && is_loopback_name(host_)) {
     try {
-      conn_ = transport::shm_connect(transport::shm_socket_name(port_));
+      conn_ = transport::shm_connect(transport::shm_socket_name(port_), left_s());
     } catch (const transport::TransportError& e) {
       if (mode == "shm") {
         LOG_ERROR("RGPU_TRANSPORT=shm: %s", e.what());
@@ -109,7 +162,7 @@ CudaError ServerLink::connect_locked() {
   }
   if (!conn_) {
     try {
-      conn_ = transport::tcp_connect(host_, port_);
+      conn_ = transport::tcp_connect(host_, port_, left_s());
     } catch (const transport::TransportError& e) {
       LOG_ERROR("cannot reach rgpud: %s", e.what());
       return fail(err::DevicesUnavailable);
@@ -127,10 +180,13 @@ CudaError ServerLink::connect_locked() {
     HelloReq hello;
     hello.arch = client_arch();
     hello.client_info = client_info();
+    hello.timeout_ms = static_cast<uint32_t>(timeout_s_) * 1000u;
+    conn_->set_send_timeout(left_s());
     send_frame(static_cast<uint16_t>(MsgId::Hello), 0, encode_message(hello), nullptr, 0);
     FrameHeader rh;
     std::vector<uint8_t> reply;
-    read_frame(rh, reply);
+    conn_->set_recv_timeout(left_s());
+    read_frame(rh, reply, false);
     HelloRep rep;
     std::string msg;
     int32_t e = decode_reply(reply, rep, msg);
@@ -151,8 +207,10 @@ CudaError ServerLink::connect_locked() {
       }
       AuthReq auth;
       auth.mac = auth_mac(*token_, rep.challenge);
+      conn_->set_send_timeout(left_s());
       send_frame(static_cast<uint16_t>(MsgId::Auth), 0, encode_message(auth), nullptr, 0);
-      read_frame(rh, reply);
+      conn_->set_recv_timeout(left_s());
+      read_frame(rh, reply, false);
       Empty ok;
       e = decode_reply(reply, ok, msg);
       if (e != err::Success) {
@@ -165,10 +223,22 @@ CudaError ServerLink::connect_locked() {
     window_ = rep.payload_window;
     LOG_INFO("connected to %s at %s (%u GPU(s), %s backend)", rep.server_info.c_str(),
              address().c_str(), rep.gpu_count, rep.backend.c_str());
+  } catch (const transport::TransportError& ex) {
+    if (ex.timed_out)
+      LOG_ERROR("rgpud at %s did not complete the handshake within %d s (RGPU_TIMEOUT): %s",
+                address().c_str(), timeout_s_, ex.what());
+    else
+      LOG_ERROR("handshake with rgpud at %s failed: %s", address().c_str(), ex.what());
+    return fail(err::DevicesUnavailable);
   } catch (const std::exception& ex) {
     LOG_ERROR("handshake with rgpud at %s failed: %s", address().c_str(), ex.what());
     return fail(err::DevicesUnavailable);
   }
+  // From now on: a frame that has begun must finish, and a send must progress, within
+  // RGPU_TIMEOUT; silence between frames is judged by waiting callers (wait_alive).
+  conn_->set_recv_timeout(timeout_s_);
+  conn_->set_send_timeout(timeout_s_);
+  note_life();
   receiver_ = std::thread([this] { receive_loop(); });
   callback_thread_ = std::thread([this] { callback_loop(); });
   connected_.store(true, std::memory_order_release);
@@ -180,17 +250,51 @@ void ServerLink::fail_link(const std::string& why) {
   if (state_ == err::Success)
     LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
   state_ = err::DevicesUnavailable;
-  for (auto& [id, p] : waiting_) {
-    p->result = err::DevicesUnavailable;
-    p->done = true;
+  failed_.store(true, std::memory_order_release);
+  // Every waiter is woken, except one whose buffers the receiver may still be writing: the
+  // receiver finishes it (with its reply, or with this failure once its receive fails).
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second == receiving_) {
+      ++it;
+      continue;
+    }
+    it->second->result = err::DevicesUnavailable;
+    it->second->done = true;
+    it = waiting_.erase(it);
   }
-  waiting_.clear();
   async_dst_.clear();
   callbacks_.clear();
   cv_.notify_all();
   cb_cv_.notify_all();
   window_cv_.notify_all();
+  // After the reason is recorded (the receiver's own failure, which this causes, is not the
+  // story); a receiver blocked in a waiter's buffers returns from them.
   if (conn_) conn_->shutdown();
+}
+
+void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, Pending& p) {
+  const int64_t limit_ns = int64_t{timeout_s_} * 1000000000;
+  const auto tick = std::chrono::milliseconds(std::min(250, timeout_s_ * 250));
+  int64_t started = now_ns(), last_look = started;
+  auto done = [&] { return p.done.load(); };
+  while (!done()) {
+    if (cv_.wait_for(lock, tick, done)) return;
+    int64_t now = now_ns();
+    // This process itself was stopped or starved (the look came far too late): what the server
+    // sent meanwhile may still be unread, so silence is measured afresh.
+    if (now - last_look > limit_ns / 2) started = now;
+    last_look = now;
+    int64_t silent = now - std::max(started, last_rx_ns_.load(std::memory_order_relaxed));
+    if (silent < limit_ns || state_ != err::Success) continue;
+    char why[200];
+    snprintf(why, sizeof why,
+             "nothing arrived from it for %.1f s while a call waited (RGPU_TIMEOUT=%d): the "
+             "server is stopped, hung or unreachable",
+             static_cast<double>(silent) / 1e9, timeout_s_);
+    lock.unlock();
+    fail_link(why);
+    lock.lock();
+  }
 }
 
 CudaError ServerLink::send_frame(uint16_t type, uint64_t id, const std::vector<uint8_t>& body,
@@ -214,6 +318,10 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
                                std::vector<uint8_t> body, const iovec* out, int n_out,
                                const iovec* in, int n_in, Decoder decode, void* rep) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
+  if (failed_.load(std::memory_order_acquire)) {  // asynchronous requests too: fail at once
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+  }
   const uint64_t id = next_id_++;
   Pending p;
   p.decode = decode;
@@ -254,7 +362,10 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   if (!spin_until([&] { return p.done.load(std::memory_order_acquire); })) {
     std::unique_lock<std::mutex> lock(mu_);
     p.sleeping = true;
-    cv_.wait(lock, [&] { return p.done.load(); });
+    if (timeout_s_ > 0)
+      wait_alive(lock, p);
+    else
+      cv_.wait(lock, [&] { return p.done.load(); });
   }
   if (p.result != err::Success) {
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
@@ -326,7 +437,8 @@ void ServerLink::receive_loop() {
   try {
     for (;;) {
       FrameHeader h;
-      read_frame(h, body);
+      if (!read_frame(h, body, true))
+        throw transport::TransportError("rgpud closed the connection");
       if (h.flags & kFlagReply) {
         Pending* p = nullptr;
         {
@@ -334,12 +446,13 @@ void ServerLink::receive_loop() {
           auto it = waiting_.find(h.request_id);
           if (it == waiting_.end()) throw ProtoError("a reply nobody waits for");
           p = it->second;
+          receiving_ = p;
         }
         CudaError e = p->decode(p->rep, body, p->message);
         if (h.payload_len) {
           if (e != err::Success || h.payload_len != p->expect_in)
             throw ProtoError("reply payload does not match the request");
-          conn_->recv_all(p->in, p->n_in);
+          recv_noting_life(p->in, p->n_in);
         }
         if (h.flags & kFlagTrailer) {
           uint8_t t[4];
@@ -351,6 +464,7 @@ void ServerLink::receive_loop() {
         {
           std::lock_guard<std::mutex> lock(mu_);
           waiting_.erase(h.request_id);
+          receiving_ = nullptr;
           p->result = e;
           wake = p->sleeping;
           p->done.store(true, std::memory_order_release);  // `p` may be gone after this
@@ -386,6 +500,9 @@ void ServerLink::receive_loop() {
           window_cv_.notify_all();
           break;
         }
+        case MsgId::Heartbeat:  // the server is busy, not gone (read_frame noted the life)
+          decode_message<HeartbeatMsg>(body.data(), body.size());
+          break;
         case MsgId::RunCallback: {
           RunCallbackMsg m = decode_message<RunCallbackMsg>(body.data(), body.size());
           std::lock_guard<std::mutex> lock(mu_);
@@ -402,6 +519,10 @@ void ServerLink::receive_loop() {
       }
     }
   } catch (const std::exception& ex) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      receiving_ = nullptr;
+    }
     fail_link(ex.what());
   }
 }
@@ -432,14 +553,12 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
     for (uint64_t left = h.payload_len; left;) {
       uint64_t n = std::min<uint64_t>(left, sink.size());
       conn_->recv(sink.data(), n);
+      note_life();
       left -= n;
     }
     return;
   }
-  for (size_t i = 0; i < pieces.size(); i += IOV_MAX) {
-    int n = static_cast<int>(std::min<size_t>(IOV_MAX, pieces.size() - i));
-    conn_->recv_all(pieces.data() + i, n);
-  }
+  recv_noting_life(pieces.data(), static_cast<int>(pieces.size()));
 }
 
 void ServerLink::callback_loop() {

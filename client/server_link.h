@@ -6,6 +6,12 @@
 // the server to let the stream go on).  Synchronous requests wait for their reply; asynchronous
 // ones do not, and a failure among them is returned by the next synchronous request on the link,
 // as CUDA reports asynchronous errors at the next synchronizing call.
+//
+// Liveness (RGPU_TIMEOUT, `timeout_s`): connecting and the handshake must finish within it, and
+// while a synchronous call waits, something must arrive from the server within it — a reply,
+// data, or a Heartbeat, which a busy server sends while it works on requests (a kernel may run for
+// hours).  Silence fails the link (cudaErrorDevicesUnavailable): every waiter is woken and later
+// calls fail at once.  0 disables the limit.
 #pragma once
 
 #include <sys/uio.h>
@@ -39,7 +45,7 @@ struct ServerHello {
 
 class ServerLink {
  public:
-  ServerLink(std::string host, uint16_t port, std::optional<std::string> token);
+  ServerLink(std::string host, uint16_t port, std::optional<std::string> token, int timeout_s = 10);
   ~ServerLink();
 
   // Connects (once) and returns the handshake's outcome.
@@ -106,7 +112,15 @@ class ServerLink {
                        const iovec* out, int n_out);
   CudaError connect_locked();
   void fail_link(const std::string& why);
-  void read_frame(proto::FrameHeader& h, std::vector<uint8_t>& body);
+  // Reads a frame's header and body; `idle`: the wait for the header has no deadline.  False when
+  // the server closed the connection cleanly before the header (idle only).
+  bool read_frame(proto::FrameHeader& h, std::vector<uint8_t>& body, bool idle);
+  // Receives into `iov` in pieces, noting life after each, so that a long payload on a slow link
+  // is not taken for silence.
+  void recv_noting_life(const iovec* iov, int count);
+  void note_life();
+  // Sleeps until `p` is done; fails the link when nothing arrived for timeout_s_.
+  void wait_alive(std::unique_lock<std::mutex>& lock, Pending& p);
   void receive_loop();
   void callback_loop();
   void receive_async_data(const proto::FrameHeader& h, const std::vector<uint8_t>& body);
@@ -114,6 +128,8 @@ class ServerLink {
   std::string host_;
   uint16_t port_;
   std::optional<std::string> token_;
+  const int timeout_s_;                 // RGPU_TIMEOUT (0: none)
+  std::atomic<int64_t> last_rx_ns_{0};  // steady clock: when something last arrived
   std::unique_ptr<transport::Connection> conn_;
   ServerHello hello_;
   std::atomic<uint64_t> next_id_{1};
@@ -133,9 +149,11 @@ class ServerLink {
   uint64_t window_ = 0;                // the server's payload window (0: none)
   uint64_t async_out_ = 0;             // asynchronous payload bytes the server has not given back
   std::atomic<bool> has_pending_{false};
+  std::atomic<bool> failed_{false};   // state_ is an error: every call fails at once
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
   std::map<uint64_t, Pending*> waiting_;
+  Pending* receiving_ = nullptr;  // the receiver is writing into this waiter's buffers
   std::map<uint64_t, AsyncDst> async_dst_;
   std::map<uint64_t, std::function<void()>> callbacks_;
   std::deque<std::pair<uint64_t, std::function<void()>>> to_run_;

@@ -53,6 +53,8 @@ const char* msg_name(uint16_t id) {
       return "RunCallback";
     case static_cast<uint16_t>(MsgId::PayloadDone):
       return "PayloadDone";
+    case static_cast<uint16_t>(MsgId::Heartbeat):
+      return "Heartbeat";
   }
   return nullptr;
 }

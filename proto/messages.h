@@ -34,7 +34,11 @@ struct HelloReq {
   uint32_t version = kProtocolVersion;
   std::string arch;         // "x86_64-le-lp64": the client's CPU, byte order and data model
   std::string client_info;  // host, pid and program, for the server's log
-  RGPU_FIELDS(magic, version, arch, client_info)
+  // The client's RGPU_TIMEOUT in milliseconds (0: none): while a request is queued or in progress
+  // the server sends Heartbeat frames often enough that a live server is never taken for a dead
+  // one (every timeout_ms / 4, between 100 ms and 1 s; every 1 s when 0).
+  uint32_t timeout_ms = 0;
+  RGPU_FIELDS(magic, version, arch, client_info, timeout_ms)
 };
 struct HelloRep {
   uint32_t magic = kMagic;
@@ -66,6 +70,13 @@ struct AsyncErrorMsg {
   int32_t error = 0;
   std::string message;
   RGPU_FIELDS(request_id, msg_type, error, message)
+};
+
+// Sent by the server, unasked, while the session has requests queued or in progress and nothing
+// else went out for a while: the server is alive (busy, e.g. a long kernel), not gone.
+struct HeartbeatMsg {
+  uint32_t requests = 0;  // requests queued or in progress
+  RGPU_FIELDS(requests)
 };
 
 // ---- devices
@@ -481,6 +492,7 @@ enum class MsgId : uint16_t {
   DeviceOutput = 0x0005,
   AsyncData = 0x0006,
   RunCallback = 0x0007,
+  Heartbeat = 0x0008,
   PayloadDone = 0x0009,
 };
 

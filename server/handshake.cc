@@ -54,8 +54,10 @@ bool admitted(transport::Connection& conn, const HandshakeConfig& cfg, const Fra
 
 }  // namespace
 
-bool server_handshake(transport::Connection& conn, const HandshakeConfig& cfg) {
+bool server_handshake(transport::Connection& conn, const HandshakeConfig& cfg,
+                      uint32_t* client_timeout_ms) {
   conn.set_recv_timeout(kReadTimeoutSec);
+  conn.set_send_timeout(kReadTimeoutSec);
   FrameHeader h;
   std::vector<uint8_t> body;
   if (!read_frame(conn, MsgId::Hello, h, body, "the first message is not Hello")) return false;
@@ -73,6 +75,7 @@ bool server_handshake(transport::Connection& conn, const HandshakeConfig& cfg) {
     return false;
   }
   HelloReq hello = decode_message<HelloReq>(body.data(), body.size());
+  if (client_timeout_ms) *client_timeout_ms = hello.timeout_ms;
   // A shared-memory client is a local process the kernel names (SO_PEERCRED): without a token,
   // only the daemon's own user (or root) may use it; with one, the token decides, as over TCP.
   long uid = conn.peer_uid();

@@ -28,7 +28,9 @@ struct HandshakeConfig {
 
 // True when the client is authenticated and admitted; false when it was refused (it got a reply
 // saying why) or left.  Throws ProtoError / TransportError on malformed input or a broken link.
-bool server_handshake(transport::Connection& conn, const HandshakeConfig& config);
+// `client_timeout_ms` (may be null) receives the timeout the client announced in Hello.
+bool server_handshake(transport::Connection& conn, const HandshakeConfig& config,
+                      uint32_t* client_timeout_ms = nullptr);
 
 // What --max-sessions-per-user counts by: "uid N" for a shared-memory client (the kernel's word),
 // "address A" (the peer's IP address, without port) for TCP.

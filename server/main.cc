@@ -46,6 +46,9 @@ void usage(FILE* out) {
           "  --client-max-events N    events one session may have (default 65536; 0: no limit)\n"
           "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
           "                        (default 5)\n"
+          "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
+          "                        reading what it asked for, loses its session after S seconds\n"
+          "                        (default 30; an idle client is never timed out)\n"
           "  --version             print the version\n"
           "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
           rgpu::kDefaultPort);
@@ -178,6 +181,13 @@ int main(int argc, char** argv) {
       cfg.host_kernels = value();
     } else if (a == "--module-cache") {
       cfg.module_cache = value();
+    } else if (a == "--client-timeout") {
+      int s = atoi(value().c_str());
+      if (s < 1 || s > 86400) {
+        fprintf(stderr, "rgpud: --client-timeout must be 1..86400 seconds\n");
+        return 2;
+      }
+      cfg.client_timeout_s = s;
     } else {
       fprintf(stderr, "rgpud: unknown option %s\n", a.c_str());
       usage(stderr);

@@ -25,13 +25,23 @@ namespace {
 
 Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
 
+OutItem make_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body) {
+  FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, 0};
+  OutItem item;
+  item.head.resize(kHeaderSize);
+  encode_header(h, item.head.data());
+  item.head.insert(item.head.end(), body.begin(), body.end());
+  return item;
+}
+
+
 }  // namespace
 
 Session::Session(transport::Connection& conn, backend::Executor& exec, SessionConfig config)
     : conn_(conn),
       exec_(exec),
       config_(std::move(config)),
-      outbox_(conn),
+      outbox_(conn, config_.outbox_bytes),
       in_pool_(exec, config_.payload_bytes, config_.payload_limit, config_.payload_spill),
       pool_(exec, config_.staging_bytes, config_.staging_limit),
       async_pool_(exec, config_.staging_bytes, config_.staging_limit),
@@ -60,6 +70,15 @@ void Session::run() {
     LOG_WARN("handshake with %s failed: %s", conn_.peer().c_str(), e.what());
     return;
   }
+  // While requests are queued or in progress, the client hears from us at least every interval,
+  // from the writer (never blocked by the GPU): a long kernel is not a dead server.
+  outbox_.set_heartbeat(heartbeat_interval_, [this]() -> std::optional<OutItem> {
+    uint32_t n = static_cast<uint32_t>(queued_.load(std::memory_order_acquire)) +
+                 (serving_.load(std::memory_order_acquire) ? 1 : 0);
+    if (n == 0) return std::nullopt;
+    return make_frame(static_cast<uint16_t>(MsgId::Heartbeat), 0, 0,
+                      encode_message(HeartbeatMsg{n}));
+  });
   outbox_.start();
   host_work_.start();
   in_pool_.top_up(4);  // the first payloads land in page-locked memory
@@ -79,11 +98,22 @@ void Session::run() {
 }
 
 bool Session::handshake() {
-  if (config_.authenticated) return true;  // the daemon's session process did it already
-  HandshakeConfig hc{config_.token,          config_.server_info, exec_.device_count(),
-                     exec_.driver_version(), exec_.name(),        nullptr,
-                     payload_window(config_)};
-  return server_handshake(conn_, hc);
+  if (!config_.authenticated) {
+    HandshakeConfig hc{config_.token,          config_.server_info, exec_.device_count(),
+                       exec_.driver_version(), exec_.name(),        nullptr,
+                       payload_window(config_)};
+    uint32_t timeout_ms = 0;
+    if (!server_handshake(conn_, hc, &timeout_ms)) return false;
+    config_.client_timeout_ms = timeout_ms;
+  }
+  // Heartbeats every quarter of the client's timeout (100 ms .. 1 s).
+  const uint32_t t = config_.client_timeout_ms;
+  heartbeat_interval_ = std::chrono::milliseconds(t ? std::clamp<uint32_t>(t / 4, 100, 1000) : 1000);
+  // From now on a frame that has begun must be finished, and a send must progress, within
+  // --client-timeout; the wait for the next frame has no limit (recv_idle_or_eof).
+  conn_.set_recv_timeout(config_.client_timeout_s);
+  conn_.set_send_timeout(config_.client_timeout_s);
+  return true;
 }
 
 // ---- reader
@@ -93,7 +123,7 @@ void Session::read_loop() {
   try {
     for (;;) {
       uint8_t raw[kHeaderSize];
-      if (!conn_.recv_or_eof(raw, sizeof raw)) {
+      if (!conn_.recv_idle_or_eof(raw, sizeof raw)) {
         LOG_INFO("client %s disconnected", conn_.peer().c_str());
         return;
       }
@@ -165,7 +195,10 @@ void Session::read_loop() {
   } catch (const ProtoError& e) {
     LOG_WARN("closing connection from %s: malformed message: %s", conn_.peer().c_str(), e.what());
   } catch (const transport::TransportError& e) {
-    LOG_INFO("client %s gone: %s", conn_.peer().c_str(), e.what());
+    if (e.timed_out)
+      LOG_WARN("ending the session of %s: %s", conn_.peer().c_str(), e.what());
+    else
+      LOG_INFO("client %s gone: %s", conn_.peer().c_str(), e.what());
   } catch (const std::exception& e) {
     LOG_ERROR("closing connection from %s: %s", conn_.peer().c_str(), e.what());
   }
@@ -191,6 +224,7 @@ void Session::dispatch_loop() {
       }
       r = std::move(queue_.front());
       queue_.pop_front();
+      serving_.store(true, std::memory_order_release);
       queued_.store(queue_.size(), std::memory_order_release);
     }
     try {
@@ -203,6 +237,7 @@ void Session::dispatch_loop() {
       LOG_ERROR("closing connection from %s: %s", conn_.peer().c_str(), e.what());
       conn_.shutdown();
     }
+    serving_.store(false, std::memory_order_release);
   }
 }
 
@@ -246,7 +281,7 @@ void Session::dispatch(Request& r) {
   if (reply_sent_) return;  // a payload-out handler queued its reply itself
   if (M::mode == Mode::Sync) {
     if (s.ok())
-      push_frame(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+      push_frame(h.type, kFlagReply, h.request_id, encode_ok_reply(rep), Outbox::Block::IfFull);
     else
       push_error(h, s);
   } else if (!s.ok()) {
@@ -255,13 +290,8 @@ void Session::dispatch(Request& r) {
 }
 
 void Session::push_frame(uint16_t type, uint16_t flags, uint64_t id,
-                         const std::vector<uint8_t>& body) {
-  FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, 0};
-  OutItem item;
-  item.head.resize(kHeaderSize);
-  encode_header(h, item.head.data());
-  item.head.insert(item.head.end(), body.begin(), body.end());
-  outbox_.push(std::move(item));
+                         const std::vector<uint8_t>& body, Outbox::Block block) {
+  outbox_.push(make_frame(type, flags, id, body), block);
 }
 
 void Session::payload_done(uint64_t bytes) {
@@ -269,8 +299,10 @@ void Session::payload_done(uint64_t bytes) {
              encode_message(PayloadDoneMsg{bytes}));
 }
 
+// push_error and push_async_error are called by the dispatcher only: they may wait for room.
 void Session::push_error(const FrameHeader& h, const Status& s) {
-  push_frame(h.type, kFlagReply, h.request_id, encode_error_reply(s.code, s.message));
+  push_frame(h.type, kFlagReply, h.request_id, encode_error_reply(s.code, s.message),
+             Outbox::Block::IfFull);
 }
 
 void Session::push_async_error(uint64_t request_id, uint16_t type, const Status& s) {
@@ -278,7 +310,8 @@ void Session::push_async_error(uint64_t request_id, uint16_t type, const Status&
   LOG_INFO("%s (request %llu) failed: %s", name ? name : "?",
            static_cast<unsigned long long>(request_id), s.message.c_str());
   AsyncErrorMsg m{request_id, type, s.code, s.message};
-  push_frame(static_cast<uint16_t>(MsgId::AsyncError), 0, request_id, encode_message(m));
+  push_frame(static_cast<uint16_t>(MsgId::AsyncError), 0, request_id, encode_message(m),
+             Outbox::Block::IfFull);
 }
 
 // ---- checks

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -51,6 +52,12 @@ struct SessionConfig {
   uint64_t mem_limit = 0;  // bytes of device memory, all GPUs together (--client-mem-limit)
   size_t max_streams = 0;  // streams alive at once (--client-max-streams)
   size_t max_events = 0;   // events alive at once (--client-max-events)
+  // Liveness (rgpud --client-timeout): once a frame has begun, its body and payload must arrive
+  // within this many seconds, and a send to the client must make progress within it; otherwise
+  // the session ends.  An idle client between requests is never timed out.
+  int client_timeout_s = 30;
+  uint32_t client_timeout_ms = 0;  // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
+  size_t outbox_bytes = 64u << 20;  // bytes queued for the client before the dispatcher waits
 };
 
 // Bytes of asynchronous payload a client may have outstanding (the handshake tells it).
@@ -161,7 +168,9 @@ class Session {
   // Flow control: tells the client that `bytes` of asynchronous payload are no longer held.
   void payload_done(uint64_t bytes);
 
-  void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body);
+  // `block`: Outbox::Block::IfFull from the dispatcher, Never from callback threads.
+  void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
+                  Outbox::Block block = Outbox::Block::Never);
   void push_error(const proto::FrameHeader& h, const Status& s);
   void push_async_error(uint64_t request_id, uint16_t type, const Status& s);
 
@@ -188,6 +197,10 @@ class Session {
   std::deque<Request> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock
   bool reader_done_ = false;
+  // Liveness: the dispatcher is serving a request (with queued_: the session is busy, so the
+  // writer sends heartbeats every heartbeat_interval_, chosen from the client's timeout).
+  std::atomic<bool> serving_{false};
+  std::chrono::milliseconds heartbeat_interval_{1000};
 
   // Dispatcher state.
   Request* current_ = nullptr;  // the request being served

@@ -51,6 +51,7 @@ void run_session_process(const SessionProcessConfig& cfg,
   SessionConfig sc{cfg.token, cfg.server_info};
   if (d.chunk_bytes) sc.staging_bytes = sc.payload_bytes = d.chunk_bytes;
   if (d.pipeline_depth) sc.staging_limit = d.pipeline_depth;
+  sc.client_timeout_s = d.client_timeout_s;
   const std::string identity = client_identity(*conn);
   HandshakeConfig hc{cfg.token,
                      cfg.server_info,
@@ -60,7 +61,7 @@ void run_session_process(const SessionProcessConfig& cfg,
                      [&] { return ask_daemon(control, identity); },
                      payload_window(sc)};
   try {
-    if (!server_handshake(*conn, hc)) _exit(0);
+    if (!server_handshake(*conn, hc, &sc.client_timeout_ms)) _exit(0);
   } catch (const std::exception& e) {
     LOG_WARN("handshake with %s failed: %s", conn->peer().c_str(), e.what());
     _exit(0);

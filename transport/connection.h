@@ -13,9 +13,10 @@
 namespace rgpu::transport {
 
 struct TransportError : std::runtime_error {
-  explicit TransportError(const std::string& what, bool peer_closed = false)
-      : std::runtime_error(what), closed(peer_closed) {}
-  bool closed;  // the peer closed the connection (EOF or reset)
+  explicit TransportError(const std::string& what, bool peer_closed = false, bool deadline = false)
+      : std::runtime_error(what), closed(peer_closed), timed_out(deadline) {}
+  bool closed;     // the peer closed the connection (EOF or reset)
+  bool timed_out;  // a receive or send timeout expired: the peer stalled
 };
 
 class Connection {
@@ -28,11 +29,18 @@ class Connection {
   // Like recv_all for one buffer, but returns false when the peer closed cleanly before the first
   // byte (the normal end of a session).
   virtual bool recv_or_eof(void* buf, size_t len) = 0;
+  // Like recv_or_eof, but the wait for the first byte has no deadline (a peer may be idle between
+  // messages for ever); the rest of `len` is subject to the receive timeout.
+  virtual bool recv_idle_or_eof(void* buf, size_t len) = 0;
   virtual std::string peer() const = 0;
   virtual void shutdown() = 0;
   virtual int fd() const = 0;
-  // Receives that wait longer than this fail (0: wait forever).
+  // Receives that wait longer than this for data fail with timed_out (0: wait forever).
   virtual void set_recv_timeout(int seconds) = 0;
+  // Sends that make no progress for this long fail with timed_out (0: wait forever): the peer
+  // stopped reading.  Over TCP, bytes the peer's host has not acknowledged within this time also
+  // end the connection (TCP_USER_TIMEOUT: a lost network).
+  virtual void set_send_timeout(int seconds) = 0;
   virtual const char* kind() const = 0;  // "tcp", "shm"
   // Passing file descriptors to the peer (shared memory only): the descriptor travels beside the
   // byte stream; the receiver takes it when the message that names it arrives.

@@ -83,6 +83,7 @@ TEST(Proto, EveryCatalogueMessageRoundTrips) {
 #include "proto/catalogue.def"
 #undef RGPU_MSG
   check_roundtrip_and_truncation<AsyncErrorMsg>(rng);
+  check_roundtrip_and_truncation<HeartbeatMsg>(rng);
   EXPECT_GE(messages, 16);
 }
 

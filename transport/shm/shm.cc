@@ -71,8 +71,10 @@ class ShmConnection final : public Connection {
                   std::to_string(tx_head_));
         const uint64_t space = ring_ - used;
         if (space == 0) {
-          wait_for(tx_->space_seq, tx_->producer_waiting,
-                   [&] { return tx_->tail.load(std::memory_order_acquire) != tail; });
+          wait_for(
+              tx_->space_seq, tx_->producer_waiting,
+              [&] { return tx_->tail.load(std::memory_order_acquire) != tail; }, send_timeout_s_,
+              true);
           continue;
         }
         size_t n = std::min<uint64_t>(left, space);
@@ -95,25 +97,15 @@ class ShmConnection final : public Connection {
       char* p = static_cast<char*>(iov[i].iov_base);
       size_t left = iov[i].iov_len;
       while (left) {
-        size_t n = take(p, left, true);
+        size_t n = take(p, left, true, recv_timeout_s_);
         p += n;
         left -= n;
       }
     }
   }
 
-  bool recv_or_eof(void* buf, size_t len) override {
-    if (!len) return true;
-    size_t n = take(static_cast<char*>(buf), len, false);
-    if (n == 0) return false;
-    iovec rest{static_cast<char*>(buf) + n, len - n};
-    try {
-      recv_all(&rest, 1);
-    } catch (const TransportError&) {
-      throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
-    }
-    return true;
-  }
+  bool recv_or_eof(void* buf, size_t len) override { return recv_first(buf, len, false); }
+  bool recv_idle_or_eof(void* buf, size_t len) override { return recv_first(buf, len, true); }
 
   std::string peer() const override { return peer_; }
   void shutdown() override {
@@ -127,6 +119,7 @@ class ShmConnection final : public Connection {
   }
   int fd() const override { return sock_; }
   void set_recv_timeout(int seconds) override { recv_timeout_s_ = seconds; }
+  void set_send_timeout(int seconds) override { send_timeout_s_ = seconds; }
   const char* kind() const override { return "shm"; }
   bool can_pass_fds() const override { return true; }
   long peer_uid() const override { return uid_; }
@@ -138,9 +131,24 @@ class ShmConnection final : public Connection {
   }
 
  private:
-  // Copies up to `len` available bytes; waits for at least one.  Returns 0 only when the peer
-  // went away before any byte and `must` is false.
-  size_t take(char* p, size_t len, bool must) {
+  // recv_or_eof; `idle`: the wait for the first byte has no deadline.
+  bool recv_first(void* buf, size_t len, bool idle) {
+    if (!len) return true;
+    size_t n = take(static_cast<char*>(buf), len, false, idle ? 0 : recv_timeout_s_);
+    if (n == 0) return false;
+    iovec rest{static_cast<char*>(buf) + n, len - n};
+    try {
+      recv_all(&rest, 1);
+    } catch (const TransportError& e) {
+      if (e.timed_out) throw;
+      throw TransportError("connection to " + peer_ + " closed in the middle of a message", true);
+    }
+    return true;
+  }
+
+  // Copies up to `len` available bytes; waits for at least one, at most `timeout_s` (0: no
+  // limit).  Returns 0 only when the peer went away before any byte and `must` is false.
+  size_t take(char* p, size_t len, bool must, int timeout_s) {
     for (;;) {
       if (broken_) throw TransportError(broken_why_);
       // The peer's head, read once: it must lie within one ring ahead of our tail.
@@ -162,10 +170,11 @@ class ShmConnection final : public Connection {
         return n;
       }
       try {
-        wait_for(rx_->data_seq, rx_->consumer_waiting,
-                 [&] { return rx_->head.load(std::memory_order_acquire) != head; });
-      } catch (const TransportError&) {
-        if (!must) return 0;
+        wait_for(
+            rx_->data_seq, rx_->consumer_waiting,
+            [&] { return rx_->head.load(std::memory_order_acquire) != head; }, timeout_s, false);
+      } catch (const TransportError& e) {
+        if (!must && !e.timed_out) return 0;
         throw;
       }
     }
@@ -182,8 +191,11 @@ class ShmConnection final : public Connection {
     throw TransportError(broken_why_);
   }
 
+  // Spins, then sleeps on the futex word `seq` until `ready()`; throws when the peer is gone or,
+  // with `timeout_s` > 0, when that long passed (waiting for space to send, or for data).
   template <class F>
-  void wait_for(std::atomic<uint32_t>& seq, std::atomic<uint32_t>& waiting, F ready) {
+  void wait_for(std::atomic<uint32_t>& seq, std::atomic<uint32_t>& waiting, F ready, int timeout_s,
+                bool sending) {
     if (spin_until(ready)) return;
     auto started = std::chrono::steady_clock::now();
     for (;;) {
@@ -194,10 +206,14 @@ class ShmConnection final : public Connection {
         waiting.store(0);
         throw TransportError("connection to " + peer_ + " closed by peer", true);
       }
-      if (recv_timeout_s_ > 0 &&
-          std::chrono::steady_clock::now() - started > std::chrono::seconds(recv_timeout_s_)) {
+      if (timeout_s > 0 &&
+          std::chrono::steady_clock::now() - started > std::chrono::seconds(timeout_s)) {
         waiting.store(0);
-        throw TransportError("receive from " + peer_ + " timed out", false);
+        std::string secs = std::to_string(timeout_s);
+        throw TransportError(sending ? "send to " + peer_ + " made no progress for " + secs +
+                                           " s (the peer is not reading)"
+                                     : "no data from " + peer_ + " for " + secs + " s",
+                             false, true);
       }
       futex_wait(&seq, s);
     }
@@ -220,7 +236,7 @@ class ShmConnection final : public Connection {
   Ring* rx_;
   char* tx_data_;
   char* rx_data_;
-  int recv_timeout_s_ = 0;
+  int recv_timeout_s_ = 0, send_timeout_s_ = 0;
   long uid_;
   uint64_t tx_head_ = 0;  // our write index of tx (only ever written to the segment)
   uint64_t rx_tail_ = 0;  // our read index of rx (idem)
@@ -371,15 +387,20 @@ std::unique_ptr<Connection> shm_adopt(int sock) { return adopt_client(sock); }
 
 std::string shm_socket_name(uint16_t port) { return "rgpud-" + std::to_string(port); }
 
-std::unique_ptr<Connection> shm_connect(const std::string& name) {
+std::unique_ptr<Connection> shm_connect(const std::string& name, int timeout_s) {
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) throw TransportError(std::string("socket: ") + strerror(errno));
   socklen_t len;
   sockaddr_un a = abstract_address(name, len);
+  // A unix connect waits (up to the send timeout) while the listener's backlog is full.
+  timeval tv{timeout_s > 0 ? timeout_s : 10, 0};
+  setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   if (connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0) {
     int e = errno;
     close(s);
-    throw TransportError("cannot reach rgpud's shared-memory socket @" + name + ": " + strerror(e));
+    throw TransportError("cannot reach rgpud's shared-memory socket @" + name + ": " +
+                         (e == EAGAIN ? "no answer within " + std::to_string(tv.tv_sec) + " s"
+                                      : std::string(strerror(e))));
   }
   int fd = -1;
   void* base = nullptr;
@@ -389,12 +410,16 @@ std::unique_ptr<Connection> shm_connect(const std::string& name) {
     close(fd);
     fd = -1;
     char ack = 0;
-    timeval tv{10, 0};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (recv(s, &ack, 1, 0) != 1 || ack != 'K')
+    ssize_t got = recv(s, &ack, 1, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      throw TransportError("rgpud did not take the shared-memory segment within " +
+                           std::to_string(tv.tv_sec) + " s");
+    if (got != 1 || ack != 'K')
       throw TransportError("rgpud did not accept the shared-memory segment");
     tv = timeval{0, 0};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   } catch (...) {
     if (fd >= 0) close(fd);
     if (base) munmap(base, segment_size(kRingBytes));

@@ -15,8 +15,9 @@ namespace rgpu::transport {
 // The unix socket (abstract namespace) of the rgpud listening on TCP port `port`.
 std::string shm_socket_name(uint16_t port);
 
-// Connects to a local rgpud.  Throws TransportError.
-std::unique_ptr<Connection> shm_connect(const std::string& socket_name);
+// Connects to a local rgpud; the segment handshake gives up after `timeout_s` (0: 10 s).  Throws
+// TransportError.
+std::unique_ptr<Connection> shm_connect(const std::string& socket_name, int timeout_s = 10);
 // Listens for shared-memory clients.  Throws TransportError.
 std::unique_ptr<Listener> shm_listen(const std::string& socket_name);
 // The two halves of accepting, so that a daemon can fork between them: the raw socket (-1 on

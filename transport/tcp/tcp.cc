@@ -1,14 +1,17 @@
 #include "transport/tcp/tcp.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -25,8 +28,9 @@ void tune_socket(int fd) {
   int buf = kSocketBuffer;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  // A peer whose host vanished while the connection is idle is noticed within about 16 s.
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  int idle = 30, intvl = 5, cnt = 4;
+  int idle = 10, intvl = 2, cnt = 3;
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
@@ -88,6 +92,15 @@ class TcpConnection final : public Connection {
       if (n < 0) {
         if (errno == EINTR) continue;
         int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK)
+          throw TransportError("send to " + peer_ + " made no progress for " +
+                                   std::to_string(send_timeout_s_) + " s (the peer is not reading)",
+                               false, true);
+        if (e == ETIMEDOUT)
+          throw TransportError("send to " + peer_ + " failed: the peer took no data for " +
+                                   std::to_string(send_timeout_s_) +
+                                   " s (it stopped reading, or the network is lost)",
+                               false, true);
         throw TransportError("send to " + peer_ + " failed: " + errno_text(e),
                              e == EPIPE || e == ECONNRESET);
       }
@@ -119,9 +132,33 @@ class TcpConnection final : public Connection {
     }
   }
 
-  bool recv_or_eof(void* buf, size_t len) override {
+  bool recv_or_eof(void* buf, size_t len) override { return recv_first(buf, len, false); }
+  bool recv_idle_or_eof(void* buf, size_t len) override { return recv_first(buf, len, true); }
+
+  std::string peer() const override { return peer_; }
+  void shutdown() override { ::shutdown(fd_, SHUT_RDWR); }
+  int fd() const override { return fd_; }
+  void set_recv_timeout(int seconds) override {
+    recv_timeout_s_ = seconds;
+    timeval tv{seconds, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  void set_send_timeout(int seconds) override {
+    send_timeout_s_ = seconds;
+    timeval tv{seconds, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    unsigned ms = static_cast<unsigned>(seconds) * 1000u;
+    setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+  }
+  const char* kind() const override { return "tcp"; }
+
+ private:
+  static constexpr size_t kBuffer = 64 << 10, kDirect = 16 << 10;
+
+  // recv_or_eof; `idle`: the wait for the first byte outlasts the receive timeout.
+  bool recv_first(void* buf, size_t len, bool idle) {
     if (rpos_ == rend_ && len) {
-      if (!fill()) return false;
+      if (!fill(idle)) return false;
     }
     iovec v{buf, len};
     try {
@@ -134,20 +171,9 @@ class TcpConnection final : public Connection {
     return true;
   }
 
-  std::string peer() const override { return peer_; }
-  void shutdown() override { ::shutdown(fd_, SHUT_RDWR); }
-  int fd() const override { return fd_; }
-  void set_recv_timeout(int seconds) override {
-    timeval tv{seconds, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  const char* kind() const override { return "tcp"; }
-
- private:
-  static constexpr size_t kBuffer = 64 << 10, kDirect = 16 << 10;
-
   // One recv of whatever has arrived (at least one byte); false at a clean end of stream.
-  bool fill() {
+  // `idle`: a receive timeout before the first byte is not an error (wait on).
+  bool fill(bool idle = false) {
     if (rbuf_.empty()) rbuf_.resize(kBuffer);
     for (;;) {
       ssize_t n = ::recv(fd_, rbuf_.data(), rbuf_.size(), 0);
@@ -157,7 +183,7 @@ class TcpConnection final : public Connection {
         return true;
       }
       if (n == 0) return false;
-      if (errno == EINTR) continue;
+      if (errno == EINTR || (idle && (errno == EAGAIN || errno == EWOULDBLOCK))) continue;
       if (errno == ECONNRESET) return false;
       fail_recv(n, false);
     }
@@ -165,8 +191,12 @@ class TcpConnection final : public Connection {
   [[noreturn]] void fail_recv(ssize_t n, bool /*unused*/) {
     if (n == 0) throw TransportError("connection to " + peer_ + " closed by peer", true);
     int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK)
+      throw TransportError("no data from " + peer_ + " for " + std::to_string(recv_timeout_s_) +
+                               " s in the middle of a message",
+                           false, true);
     throw TransportError("receive from " + peer_ + " failed: " + errno_text(e),
-                         e == ECONNRESET || e == ETIMEDOUT);
+                         e == ECONNRESET || e == ETIMEDOUT, e == ETIMEDOUT);
   }
   static void advance(std::vector<iovec>& v, size_t& i, size_t n) {
     while (n > 0 && i < v.size()) {
@@ -186,6 +216,7 @@ class TcpConnection final : public Connection {
   std::string peer_;
   std::vector<char> rbuf_;
   size_t rpos_ = 0, rend_ = 0;
+  int recv_timeout_s_ = 0, send_timeout_s_ = 0;
 };
 
 class TcpListener final : public Listener {
@@ -240,9 +271,36 @@ void resolve(const std::string& host, uint16_t port, bool passive, AddrInfo& out
   if (rc != 0) throw TransportError("cannot resolve " + host + ": " + gai_strerror(rc));
 }
 
+// connect(2) that gives up after `timeout_s` (0: the system's own limit).  0 or an errno.
+int connect_within(int fd, const sockaddr* addr, socklen_t len, int timeout_s) {
+  if (timeout_s <= 0) return ::connect(fd, addr, len) == 0 ? 0 : errno;
+  int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd, addr, len) == 0 ? 0 : errno;
+  if (rc == EINPROGRESS) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLOUT, 0};
+      int n = left.count() > 0 ? poll(&p, 1, static_cast<int>(left.count())) : 0;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        rc = ETIMEDOUT;
+        break;
+      }
+      socklen_t sl = sizeof rc;
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &sl) != 0) rc = errno;
+      break;
+    }
+  }
+  fcntl(fd, F_SETFL, flags);
+  return rc;
+}
+
 }  // namespace
 
-std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port) {
+std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port, int timeout_s) {
   AddrInfo ai;
   resolve(host, port, false, ai);
   std::string last = "no address";
@@ -253,9 +311,10 @@ std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port) 
       continue;
     }
     tune_socket(fd);
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-      return std::make_unique<TcpConnection>(fd, sockaddr_text(a->ai_addr));
-    last = errno_text(errno);
+    int rc = connect_within(fd, a->ai_addr, a->ai_addrlen, timeout_s);
+    if (rc == 0) return std::make_unique<TcpConnection>(fd, sockaddr_text(a->ai_addr));
+    last = rc == ETIMEDOUT && timeout_s > 0 ? "no answer within " + std::to_string(timeout_s) + " s"
+                                            : errno_text(rc);
     ::close(fd);
   }
   throw TransportError("cannot connect to " + host + ":" + std::to_string(port) + ": " + last);

@@ -9,8 +9,9 @@
 
 namespace rgpu::transport {
 
-// Connects to host:port.  Throws TransportError with a message naming the address.
-std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port);
+// Connects to host:port, giving up after `timeout_s` (0: the system's limit).  Throws
+// TransportError with a message naming the address.
+std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port, int timeout_s = 0);
 // Listens on host:port (port 0 picks a free one).  Throws TransportError.
 std::unique_ptr<Listener> tcp_listen(const std::string& host, uint16_t port);
 // Wraps an already connected socket (takes ownership).

@@ -117,9 +117,11 @@ class TlsConnection final : public Connection {
     }
   }
 
-  bool recv_or_eof(void* buf, size_t len) override {
+  bool recv_or_eof(void* buf, size_t len) override { return first_or_eof(buf, len, false); }
+  bool recv_idle_or_eof(void* buf, size_t len) override { return first_or_eof(buf, len, true); }
+  bool first_or_eof(void* buf, size_t len, bool idle) {
     if (len == 0) return true;
-    size_t n = read_some(buf, len);
+    size_t n = read_some(buf, len, idle);
     if (n == 0) return false;
     if (n < len) {
       iovec v{static_cast<char*>(buf) + n, len - n};
@@ -142,6 +144,7 @@ class TlsConnection final : public Connection {
   }
   int fd() const override { return fd_; }
   void set_recv_timeout(int seconds) override { recv_timeout_ms_.store(seconds * 1000); }
+  void set_send_timeout(int seconds) override { send_timeout_ms_.store(seconds * 1000); }
   const char* kind() const override { return "tls"; }
 
   // The name the server's certificate must carry: an IP address as an IP SAN, else a DNS name
@@ -191,7 +194,11 @@ class TlsConnection final : public Connection {
       if (r == 1) {
         p += done, n -= done;
       } else if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
-        wait(err == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, -1);
+        int ms = send_timeout_ms_.load();
+        if (!wait(err == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, ms > 0 ? ms : -1))
+          throw TransportError("send to " + peer_ + " made no progress for " +
+                                   std::to_string(ms / 1000) + " s (the peer took no data)",
+                               false, true);
       } else {
         int e = errno;
         bool closed = err == SSL_ERROR_ZERO_RETURN || e == EPIPE || e == ECONNRESET || down_;
@@ -201,7 +208,7 @@ class TlsConnection final : public Connection {
   }
 
   // At least one byte, or 0 when the peer closed (close_notify, or the socket ended).
-  size_t read_some(void* p, size_t n) {
+  size_t read_some(void* p, size_t n, bool idle = false) {
     for (;;) {
       size_t got = 0;
       int r, err;
@@ -214,10 +221,11 @@ class TlsConnection final : public Connection {
       if (r == 1) return got;
       int e = errno;
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        int ms = recv_timeout_ms_.load();
+        int ms = idle ? 0 : recv_timeout_ms_.load();
         if (!wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, ms > 0 ? ms : -1))
           throw TransportError("receive from " + peer_ + " failed: no data for " +
-                               std::to_string(ms / 1000) + " s");
+                                   std::to_string(ms / 1000) + " s",
+                               false, true);
         continue;
       }
       if (err == SSL_ERROR_ZERO_RETURN) return 0;
@@ -285,6 +293,7 @@ class TlsConnection final : public Connection {
   std::mutex send_mu_;  // gather_
   std::vector<char> gather_;
   std::atomic<int> recv_timeout_ms_{0};
+  std::atomic<int> send_timeout_ms_{0};
   std::atomic<bool> down_{false};
 };
 
