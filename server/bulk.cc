@@ -101,6 +101,40 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
     if (Status s = exec_.stream_synchronize(d, 0); !s.ok()) return s;
     forward_output();
   }
+  const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
+  const uint64_t step =
+      chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
+  Status status;
+  // One chunk [a, b) into a staging buffer; on failure the promised bytes still go out (zeros)
+  // and the trailer tells.
+  auto fill = [&](uint64_t a, uint64_t b) {
+    OutItem item;
+    char* buf = pool_.acquire_wait();
+    if (!buf) {
+      status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
+      static const char zeros[64 << 10] = {};
+      for (uint64_t n = b - a; n;) {
+        uint64_t k = std::min<uint64_t>(n, sizeof zeros);
+        item.payload.push_back({const_cast<char*>(zeros), k});
+        n -= k;
+      }
+      return item;
+    }
+    if (status.ok())
+      status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
+        return exec_.copy_to_host(d, buf + hoff, width, src + soff, spitch, r);
+      });
+    if (!status.ok()) memset(buf, 0, b - a);
+    item.payload.push_back({buf, b - a});
+    item.release = [this, buf] { pool_.release(buf); };
+    return item;
+  };
+  // The first chunk is copied before anything is queued: that copy is where the legacy stream's
+  // ordering is waited for, which may mean waiting for a client's host callback, whose RunCallback
+  // must be able to go out meanwhile.  Nothing else reaches the GPU until this handler returns, so
+  // the later chunks wait for nothing, and the group below never waits for a callback.
+  OutItem first;
+  if (total) first = fill(0, std::min(total, step));
   host_work_.flush();  // data of asynchronous copies that finished goes first
   std::vector<uint8_t> body = encode_ok_reply(Empty{});
   FrameHeader h{current_->header.type,
@@ -112,7 +146,7 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
   head.head.insert(head.head.end(), body.begin(), body.end());
   reply_sent_ = true;
   if (!total) {
-    outbox_.push(std::move(head));
+    outbox_.push(std::move(head), Outbox::Block::IfFull);
     return Status::success();
   }
   // The reply, its chunks and its trailer go out together (see Outbox::begin_group).
@@ -122,37 +156,8 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
     ~Group() { o.end_group(); }
   } group(outbox_);
   outbox_.push(std::move(head));
-
-  Status status;
-  const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
-  const uint64_t step =
-      chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
-  for (uint64_t a = 0; a < total; a += step) {
-    uint64_t b = std::min(total, a + step);
-    char* buf = pool_.acquire_wait();
-    if (!buf) {
-      // The promised bytes still go out (zeros); the trailer tells the failure.
-      status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
-      static const char zeros[64 << 10] = {};
-      OutItem pad;
-      for (uint64_t n = b - a; n;) {
-        uint64_t k = std::min<uint64_t>(n, sizeof zeros);
-        pad.payload.push_back({const_cast<char*>(zeros), k});
-        n -= k;
-      }
-      outbox_.push(std::move(pad));
-      continue;
-    }
-    if (status.ok())
-      status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
-        return exec_.copy_to_host(d, buf + hoff, width, src + soff, spitch, r);
-      });
-    if (!status.ok()) memset(buf, 0, b - a);  // the promised bytes still go out; the trailer tells
-    OutItem item;
-    item.payload.push_back({buf, b - a});
-    item.release = [this, buf] { pool_.release(buf); };
-    outbox_.push(std::move(item));
-  }
+  outbox_.push(std::move(first));
+  for (uint64_t a = step; a < total; a += step) outbox_.push(fill(a, std::min(total, a + step)));
   OutItem tail;
   tail.trailer = status.code;
   outbox_.push(std::move(tail));

@@ -34,7 +34,6 @@ OutItem make_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector
   return item;
 }
 
-
 }  // namespace
 
 Session::Session(transport::Connection& conn, backend::Executor& exec, SessionConfig config)
@@ -108,7 +107,8 @@ bool Session::handshake() {
   }
   // Heartbeats every quarter of the client's timeout (100 ms .. 1 s).
   const uint32_t t = config_.client_timeout_ms;
-  heartbeat_interval_ = std::chrono::milliseconds(t ? std::clamp<uint32_t>(t / 4, 100, 1000) : 1000);
+  heartbeat_interval_ =
+      std::chrono::milliseconds(t ? std::clamp<uint32_t>(t / 4, 100, 1000) : 1000);
   // From now on a frame that has begun must be finished, and a send must progress, within
   // --client-timeout; the wait for the next frame has no limit (recv_idle_or_eof).
   conn_.set_recv_timeout(config_.client_timeout_s);

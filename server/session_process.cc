@@ -1,5 +1,4 @@
 #include "server/session_process.h"
-#include "server/tls_gate.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,6 +9,7 @@
 #include "server/handshake.h"
 #include "server/output_capture.h"
 #include "server/session.h"
+#include "server/tls_gate.h"
 #include "transport/shm/shm.h"
 
 namespace rgpu::server {

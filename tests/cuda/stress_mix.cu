@@ -100,8 +100,30 @@ int worker(int t, int rounds) {
 
 }  // namespace
 
+// A synchronous device-to-host copy that must wait (legacy stream semantics) for a blocking stream
+// held by a client callback: the callback's request must reach the client while the copy waits.
+void copy_behind_a_callback() {
+  cudaStream_t s;
+  REQUIRE_OK(cudaStreamCreate(&s));
+  const size_t n = 4u << 20;
+  int* d;
+  REQUIRE_OK(cudaMalloc(&d, n));
+  std::vector<int> h(n / 4, 7), back(n / 4, 0);
+  REQUIRE_OK(cudaMemcpy(d, h.data(), n, cudaMemcpyHostToDevice));
+  Tick tick;
+  slow_fill<<<1, 128, 0, s>>>(d + 1, 7, 1, 200000000);  // the copy arrives before the callback runs
+  add_one<<<64, 256, 0, s>>>(d, static_cast<int>(n / 4));
+  cudaLaunchHostFunc(s, slow_callback, &tick);
+  EXPECT_OK(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(tick.ran.load() == 1 && back[0] == 8 && back[n / 4 - 1] == 8,
+              "a synchronous copy waited for a blocking stream held by a host callback");
+  cudaFree(d);
+  cudaStreamDestroy(s);
+}
+
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 6;
+  copy_behind_a_callback();
   std::vector<int> bad(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) threads.emplace_back([&, t] { bad[t] = worker(t, rounds); });

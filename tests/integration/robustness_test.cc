@@ -46,8 +46,8 @@ TEST_P(Robust, TheMixThatOnceDeadlockedASessionCompletes) {
   Daemon d;
   Env env = d.client_env();
   env["RGPU_TRANSPORT"] = GetParam();
-  for (int run = 0; run < 3; ++run) {
-    Result r = rgpu::test::run({cuda_program("stress_mix"), "4"}, env, 90);
+  for (int run = 0; run < 10; ++run) {
+    Result r = rgpu::test::run({cuda_program("stress_mix"), "3"}, env, 90);
     expect_pass(r, "stress_mix");
     if (r.status != 0) break;
   }

@@ -223,9 +223,9 @@ class TlsConnection final : public Connection {
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
         int ms = idle ? 0 : recv_timeout_ms_.load();
         if (!wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, ms > 0 ? ms : -1))
-          throw TransportError("receive from " + peer_ + " failed: no data for " +
-                                   std::to_string(ms / 1000) + " s",
-                               false, true);
+          throw TransportError(
+              "receive from " + peer_ + " failed: no data for " + std::to_string(ms / 1000) + " s",
+              false, true);
         continue;
       }
       if (err == SSL_ERROR_ZERO_RETURN) return 0;
