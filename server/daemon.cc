@@ -108,7 +108,8 @@ int run_daemon(const DaemonConfig& cfg) {
   }
   ModuleCache cache(cfg.module_cache == "none" ? ""
                     : cfg.module_cache.empty() ? default_module_cache_dir()
-                                               : cfg.module_cache);
+                                               : cfg.module_cache,
+                    cfg.module_cache_max_mb << 20);
   if (!use_cuda) {
     for (int i = 0; i < cfg.host_gpus; ++i) {
       auto* l = backend::HostLedger::create(cfg.host_capacity);

@@ -27,6 +27,8 @@ void usage(FILE* out) {
           "  --pipeline-depth N    bulk copies: device-to-host chunks in flight (default 8)\n"
           "  --module-cache DIR    where fat binaries are kept by hash (default\n"
           "                        ~/.cache/rgpud/modules; none to disable)\n"
+          "  --module-cache-max-mb N  size cap of the module cache in MiB; least recently used\n"
+          "                        modules are evicted (default 1024)\n"
           "  --version             print the version\n"
           "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
           rgpu::kDefaultPort);
@@ -107,6 +109,15 @@ int main(int argc, char** argv) {
       cfg.host_kernels = value();
     } else if (a == "--module-cache") {
       cfg.module_cache = value();
+    } else if (a == "--module-cache-max-mb") {
+      std::string v = value();
+      char* end = nullptr;
+      unsigned long long n = strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > (1ull << 20)) {
+        fprintf(stderr, "rgpud: --module-cache-max-mb must be 1..1048576\n");
+        return 2;
+      }
+      cfg.module_cache_max_mb = n;
     } else {
       fprintf(stderr, "rgpud: unknown option %s\n", a.c_str());
       usage(stderr);
