@@ -34,7 +34,10 @@ class Elf {
   };
 
   Elf(const uint8_t* p, size_t n) : p_(p), n_(n) {
-    if (n < kEhdrSize || memcmp(p, "\x7f" "ELF", 4) != 0)
+    if (n < kEhdrSize || memcmp(p,
+                                "\x7f"
+                                "ELF",
+                                4) != 0)
       throw FatbinError("cubin is not an ELF image");
     if (p[4] != 2 || p[5] != 1) throw FatbinError("cubin is not a 64-bit little-endian ELF");
     if (u16(18) != kEmCuda) throw FatbinError("ELF image is not a CUDA cubin");
@@ -170,8 +173,7 @@ void parse_symbols(const Elf& elf, const Elf::Section& s, ModuleInfo& info, uint
       throw FatbinError("global variable " + var_name + " lies outside its section " +
                         std::string(home.name));
     if (info.globals.size() >= kMaxGlobals && !info.globals.count(var_name))
-      throw FatbinError("cubin has more than " + std::to_string(kMaxGlobals) +
-                        " global variables");
+      throw FatbinError("cubin has more than " + std::to_string(kMaxGlobals) + " global variables");
     GlobalVar var;
     var.size = sym_size;
     var.constant = constant;

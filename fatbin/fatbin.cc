@@ -2,6 +2,8 @@
 // compressed entries (ZSTD, LZ4 frame or block) decompressed into output that grows with what
 // the decompressor actually produces, never beyond the declared size, itself capped per entry
 // (kMaxEntryBytes) and per image (kMaxImageBytes).  The declared size must be what comes out.
+#include "fatbin/fatbin.h"
+
 #include <lz4.h>
 #include <lz4frame.h>
 #include <zstd.h>
@@ -9,8 +11,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-
-#include "fatbin/fatbin.h"
 
 namespace rgpu::fatbin {
 namespace {
@@ -113,11 +113,13 @@ std::vector<uint8_t> lz4_block(const uint8_t* src, size_t n, uint64_t out_size) 
     throw FatbinError("lz4 block of " + std::to_string(n) + " bytes cannot hold the declared " +
                       std::to_string(out_size));
   std::vector<uint8_t> out(out_size);
-  int r = LZ4_decompress_safe(reinterpret_cast<const char*>(src),
-                              reinterpret_cast<char*>(out.data()), static_cast<int>(n),
-                              static_cast<int>(out.size()));
+  int r =
+      LZ4_decompress_safe(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out.data()),
+                          static_cast<int>(n), static_cast<int>(out.size()));
   if (r < 0) throw FatbinError("lz4: corrupt block");
-  out.resize(static_cast<size_t>(r));
+  if (static_cast<uint64_t>(r) != out_size)
+    throw FatbinError("lz4 entry decompresses to " + std::to_string(r) + " bytes but declares " +
+                      std::to_string(out_size));
   return out;
 }
 

@@ -19,13 +19,13 @@ struct FatbinError : std::runtime_error {
 // Limits on what an image may make rgpu do.  Every image a client sends is parsed by the server, so
 // every length, size, offset, index and count read from one is checked against the bytes present
 // and against these limits before it is used; a violation is a FatbinError naming what was wrong.
-constexpr size_t kMaxEntries = 1024;                // entries of one fatbin
-constexpr uint64_t kMaxEntryBytes = 256ull << 20;   // one entry, decompressed
-constexpr uint64_t kMaxImageBytes = 1ull << 30;     // all entries of one fatbin, decompressed
-constexpr uint64_t kMaxGlobalBytes = 16ull << 30;   // one __device__ / __constant__ variable
-constexpr size_t kMaxGlobals = 65536;               // variables of one cubin
-constexpr size_t kMaxNameBytes = 64u << 10;         // a section, kernel or variable name
-constexpr uint32_t kMaxParamBytes = 64u << 10;      // a kernel's parameter buffer (CUDA: 32764)
+constexpr size_t kMaxEntries = 1024;               // entries of one fatbin
+constexpr uint64_t kMaxEntryBytes = 256ull << 20;  // one entry, decompressed
+constexpr uint64_t kMaxImageBytes = 1ull << 30;    // all entries of one fatbin, decompressed
+constexpr uint64_t kMaxGlobalBytes = 16ull << 30;  // one __device__ / __constant__ variable
+constexpr size_t kMaxGlobals = 65536;              // variables of one cubin
+constexpr size_t kMaxNameBytes = 64u << 10;        // a section, kernel or variable name
+constexpr uint32_t kMaxParamBytes = 64u << 10;     // a kernel's parameter buffer (CUDA: 32764)
 
 constexpr uint32_t kWrapperMagic = 0x466243B1;
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;

@@ -4,7 +4,8 @@
 # driver are optional (without them rgpud runs its host backend).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ pkg-config libgtest-dev libsodium-dev libzstd-dev liblz4-dev)
+packages=(cmake ninja-build g++ pkg-config libgtest-dev libsodium-dev libzstd-dev liblz4-dev
+  clang-14 libclang-rt-14-dev)  # clang and its libFuzzer/sanitizer runtimes: scripts/fuzz.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -33,7 +33,8 @@ bool make_dirs(const std::string& path) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool write_all(int fd, const uint8_t* p, size_t n) {
@@ -131,8 +132,8 @@ void ModuleCache::put(const std::array<uint8_t, 32>& hash,
   }
   static std::atomic<unsigned> counter{0};
   const std::string final_path = path(hash);
-  const std::string tmp = final_path + ".tmp." + std::to_string(getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      final_path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;
   bool ok = write_all(fd, image.data(), image.size());

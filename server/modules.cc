@@ -79,7 +79,8 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
   try {
     fatbin::describe(image->data(), image->size());
   } catch (const fatbin::FatbinError& e) {
-    return Status::fail(kInvalidKernelImage, std::string("cannot parse the fat binary: ") + e.what());
+    return Status::fail(kInvalidKernelImage,
+                        std::string("cannot parse the fat binary: ") + e.what());
   }
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);
   images_[q.hash] = image;

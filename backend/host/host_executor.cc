@@ -252,9 +252,8 @@ class HostExecutor final : public Executor {
       total += slot_size(var.size);  // at most kMaxGlobals * (kMaxGlobalBytes + 255): no overflow
     }
     if (total > ledgers_[dev]->capacity())
-      return Status::fail(err::MemoryAllocation,
-                          "the module's globals (" + std::to_string(total) +
-                              " bytes) exceed the GPU's capacity");
+      return Status::fail(err::MemoryAllocation, "the module's globals (" + std::to_string(total) +
+                                                     " bytes) exceed the GPU's capacity");
     if (total) {
       m->bytes = page_round(total);
       if (slots_[dev] < 0 || !ledgers_[dev]->reserve(slots_[dev], m->bytes))

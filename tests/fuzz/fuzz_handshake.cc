@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   writer.join();
   drain.join();
   close(fds[0]);
-  if (ledger->used() != 0) abort();  // the session leaked device memory
+  if (ledger->used() != 0) abort();   // the session leaked device memory
   ledger->release_process(getpid());  // the executor's slot, for the next run
   return 0;
 }

@@ -65,9 +65,9 @@ void messages() {
     write("messages", name, b);
     ++i;
   };
-#define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                          \
-  emit(encode_message(NAME##Req{}), #NAME "_req");                 \
-  emit(encode_message(NAME##Rep{}), #NAME "_rep");                 \
+#define RGPU_MSG(NAME, ID, MODE, PAYLOAD)          \
+  emit(encode_message(NAME##Req{}), #NAME "_req"); \
+  emit(encode_message(NAME##Rep{}), #NAME "_rep"); \
   emit(encode_ok_reply(NAME##Rep{}), #NAME "_reply");
 #include "proto/catalogue.def"
 #undef RGPU_MSG
@@ -90,7 +90,8 @@ void frame_headers() {
   };
   write("frame_header", "hello", header({1, 0, 20, 1, 0}));
   write("frame_header", "reply_payload", header({0x0203, kFlagReply | kFlagTrailer, 4, 9, 4096}));
-  write("frame_header", "async_error", header({static_cast<uint16_t>(MsgId::AsyncError), 0, 30, 0, 0}));
+  write("frame_header", "async_error",
+        header({static_cast<uint16_t>(MsgId::AsyncError), 0, 30, 0, 0}));
 }
 
 void sessions(const std::vector<uint8_t>& fatbin) {
@@ -152,9 +153,10 @@ int main(int argc, char** argv) {
   write("cubin", "small", cubin);
   write("fatbin", "small", small);
   write("ptx", "tiny", {});
-  std::string ptx = ".version 9.0\n.target sm_90\n.address_size 64\n"
-                    ".visible .entry k(\n\t.param .u64 .ptr .align 8 a,\n\t.param .u32 n,\n"
-                    "\t.param .align 16 .b8 s[48]\n)\n{\n\tret;\n}\n";
+  std::string ptx =
+      ".version 9.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry k(\n\t.param .u64 .ptr .align 8 a,\n\t.param .u32 n,\n"
+      "\t.param .align 16 .b8 s[48]\n)\n{\n\tret;\n}\n";
   write("ptx", "entry", std::vector<uint8_t>(ptx.begin(), ptx.end()));
   for (const char* name : {"plain_ptx", "zstd", "lz4_ptx", "multi"}) {
     std::vector<uint8_t> bin = read(fatbins + "/" + name + ".fatbin");

@@ -4,6 +4,7 @@
 #include "fatbin/fatbin.h"
 
 #include <gtest/gtest.h>
+#include <lz4.h>
 #include <sys/resource.h>
 #include <zstd.h>
 
@@ -304,8 +305,8 @@ TEST(FatbinCrafted, HugeAndOverlappingGlobals) {
                         int symbols = 1) {
     CubinBuilder c = rgpu::test::basic_cubin();
     uint32_t g = c.name("g_huge");
-    std::vector<uint8_t> bytes = type == CubinBuilder::kNobits ? std::vector<uint8_t>{}
-                                                               : std::vector<uint8_t>(4096, 1);
+    std::vector<uint8_t> bytes =
+        type == CubinBuilder::kNobits ? std::vector<uint8_t>{} : std::vector<uint8_t>(4096, 1);
     uint32_t home = c.add({type == CubinBuilder::kNobits ? ".nv.global" : ".nv.global.init", type,
                            bytes, section_size});
     uint32_t strtab = c.add({".strtab", CubinBuilder::kStrtab, {}});
@@ -391,10 +392,20 @@ TEST(FatbinCrafted, CompressedEntriesCannotDeclareTheirWayToGigabytes) {
   b.entries[0] = {1, 90, 0x8000, z, plain.size()};
   EXPECT_NE(refusal(b.build()).find("zstd"), std::string::npos);
 
+  // LZ4 block (what nvcc writes): the declared size must be what comes out.
+  std::vector<uint8_t> l(LZ4_compressBound(4096));
+  l.resize(static_cast<size_t>(LZ4_compress_default(reinterpret_cast<const char*>(plain.data()),
+                                                    reinterpret_cast<char*>(l.data()), 4096,
+                                                    static_cast<int>(l.size()))));
+  b.entries[0] = {1, 90, 0x2000, l, plain.size()};
+  EXPECT_EQ(refusal(b.build()), "");
+  b.entries[0].uncompressed = plain.size() + 1;
+  EXPECT_NE(refusal(b.build()).find("lz4 entry decompresses to 4096 bytes"), std::string::npos);
+  b.entries[0].uncompressed = plain.size() - 1;
+  EXPECT_NE(refusal(b.build()).find("lz4"), std::string::npos);
   // LZ4 block: a declared size the block cannot reach is refused before allocating.
   b.entries[0] = {1, 90, 0x2000, std::vector<uint8_t>(10, 0), 100u << 20};
   EXPECT_NE(refusal(b.build()).find("cannot hold"), std::string::npos);
-
 }
 
 TEST(FatbinCrafted, PtxParameterLists) {

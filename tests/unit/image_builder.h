@@ -43,8 +43,7 @@ struct CubinBuilder {
     strtab.push_back(0);
     return at;
   }
-  static std::vector<uint8_t> symbol(uint32_t name, uint16_t shndx, uint64_t value,
-                                     uint64_t size) {
+  static std::vector<uint8_t> symbol(uint32_t name, uint16_t shndx, uint64_t value, uint64_t size) {
     std::vector<uint8_t> s(24);
     put<uint32_t>(s, 0, name);
     s[4] = 1;  // STT_OBJECT
@@ -102,7 +101,10 @@ struct CubinBuilder {
              s.size == UINT64_MAX ? s.data.size() : s.size, s.link, s.entsize);
     }
     header(shnum - 1, names.back(), kStrtab, shstr_off, shstr.size(), 0, 0);
-    memcpy(img.data(), "\x7f" "ELF", 4);
+    memcpy(img.data(),
+           "\x7f"
+           "ELF",
+           4);
     img[4] = 2, img[5] = 1, img[6] = 1;
     put<uint16_t>(img, 16, 2);    // ET_EXEC
     put<uint16_t>(img, 18, 190);  // EM_CUDA

@@ -116,8 +116,7 @@ class ModuleLoadTest : public ::testing::Test {
     EXPECT_TRUE(h.flags & kFlagReply);
     return decode_reply(body, rep, msg_);
   }
-  int32_t load(const std::vector<uint8_t>& image, ModuleRep& rep,
-               std::vector<VarName> vars = {}) {
+  int32_t load(const std::vector<uint8_t>& image, ModuleRep& rep, std::vector<VarName> vars = {}) {
     ModuleLoadReq q;
     q.hash = sha256(image.data(), image.size());
     q.image_size = image.size();
