@@ -37,6 +37,7 @@ run_one() {
   local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536
               -artifact_prefix="$build/artifacts/$t-" -print_final_stats=1)
   [ "$t" = handshake ] && args+=(-max_len=16384)
+  [ -f "tests/fuzz/$t.dict" ] && args+=(-dict="tests/fuzz/$t.dict")
   if [ "$engine" = 1 ]; then
     "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
   else

@@ -135,6 +135,24 @@ std::vector<uint8_t> small_cubin() {
   return c.build();
 }
 
+// The crafted images an outside tester reported (issue #9), kept as regression seeds.
+void regressions() {
+  test::CubinBuilder nobits;  // a NOBITS .nv.info section whose offset is far outside the image
+  nobits.add({".nv.info.k", test::CubinBuilder::kNobits, {}, 4096, 1ull << 40});
+  write("cubin", "regress-nobits-nvinfo", nobits.build());
+  write("fatbin", "regress-nobits-nvinfo", test::FatbinBuilder::wrap(nobits.build()));
+  test::CubinBuilder huge = test::basic_cubin();  // a __device__ global whose rounding overflows
+  uint32_t g = huge.name("g_huge");
+  uint32_t home = huge.add({".nv.global", test::CubinBuilder::kNobits, {}, UINT64_MAX});
+  uint32_t strtab = huge.add({".strtab", test::CubinBuilder::kStrtab, huge.strtab});
+  auto sym = test::CubinBuilder::symbol(g, static_cast<uint16_t>(home), 0, UINT64_MAX - 16);
+  huge.add({".symtab", test::CubinBuilder::kSymtab, sym, UINT64_MAX, UINT64_MAX, strtab, 24});
+  write("cubin", "regress-huge-global", huge.build());
+  test::FatbinBuilder bomb;  // a few hundred bytes declaring a terabyte
+  bomb.entries.push_back({2, 90, 0x8000, std::vector<uint8_t>(200, 0x28), 1ull << 40});
+  write("fatbin", "regress-declared-terabyte", bomb.build());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +165,7 @@ int main(int argc, char** argv) {
   std::string fatbins = argv[2];
   frame_headers();
   messages();
+  regressions();
   std::vector<uint8_t> cubin = small_cubin();
   std::vector<uint8_t> small = test::FatbinBuilder::wrap(cubin);
   sessions(small);
