@@ -78,7 +78,9 @@ class Elf {
     return p_ + s.offset;  // offset + size checked in the constructor
   }
 
-  // A NUL-terminated name in string table `strtab`, at most kMaxNameBytes long.
+  // A NUL-terminated name in string table `strtab`, at most kMaxNameBytes long.  Names may share
+  // bytes (one a suffix of another), so the bytes scanned for names are budgeted: twice the image
+  // and 1 MiB, far more than a real cubin's tables, bounds both the time and what callers copy.
   std::string_view string_at(uint32_t strtab, uint32_t off) const {
     if (strtab >= sections_.size())
       throw FatbinError("cubin string table index " + std::to_string(strtab) + " out of range");
@@ -91,7 +93,19 @@ class Elf {
     size_t max = std::min<uint64_t>(t.size - off, kMaxNameBytes + 1);
     size_t len = strnlen(s, max);
     if (len == max) throw FatbinError("cubin name not terminated within its limit");
+    if (len + 1 > name_budget_)
+      throw FatbinError("cubin names add up to more than twice the image's size");
+    name_budget_ -= len + 1;
     return std::string_view(s, len);
+  }
+
+  // Sections are read once each: the bytes of the sections parsed (which could all overlap) may
+  // not add up to more than the image.
+  void charge_read(const Section& s) const {
+    if (s.size > read_budget_)
+      throw FatbinError("cubin sections overlap: " + std::string(s.name) +
+                        " is read past the image's size in total");
+    read_budget_ -= s.size;
   }
 
   // Little-endian reads at `o`, bounds-checked.
@@ -112,10 +126,13 @@ class Elf {
   size_t n_;
   std::vector<Section> sections_;
   std::vector<uint32_t> names_;
+  mutable uint64_t name_budget_ = 2 * uint64_t(n_) + (1u << 20);
+  mutable uint64_t read_budget_ = n_;
 };
 
 KernelLayout parse_info(const Elf& elf, const Elf::Section& s) {
   elf.bytes(s, ".nv.info");  // refuses NOBITS; offset + size are within the image
+  elf.charge_read(s);
   std::vector<std::pair<uint16_t, Param>> params;  // (ordinal, param)
   const uint64_t end = s.offset + s.size;
   uint64_t off = s.offset;
@@ -154,6 +171,7 @@ void parse_symbols(const Elf& elf, const Elf::Section& s, ModuleInfo& info, uint
                    uint64_t image_size) {
   if (s.entsize != kSymSize) throw FatbinError("unexpected symbol size in cubin");
   elf.bytes(s, "symbol table");  // refuses NOBITS; offset + size are within the image
+  elf.charge_read(s);
   const auto& sections = elf.sections();
   for (uint64_t o = s.offset; s.offset + s.size - o >= kSymSize; o += kSymSize) {
     uint32_t name = elf.u32(o);

@@ -336,6 +336,35 @@ TEST(FatbinCrafted, HugeAndOverlappingGlobals) {
   EXPECT_NE(why.find("exceed the image"), std::string::npos) << why;
 }
 
+TEST(FatbinCrafted, SharedBytesCannotMultiplyWork) {
+  // Many .nv.info sections over the same records: each is read once, together at most the image.
+  CubinBuilder c;
+  std::vector<uint8_t> recs;
+  for (int i = 0; i < 256; ++i) {
+    auto r = CubinBuilder::kparam(static_cast<uint16_t>(i), static_cast<uint16_t>(4 * i), 4);
+    recs.insert(recs.end(), r.begin(), r.end());
+  }
+  c.add({".nv.info.k0", 1, recs});
+  for (int i = 1; i < 64; ++i)
+    c.add({".nv.info.k" + std::to_string(i), 1, {}, recs.size(), 64});  // the same bytes
+  std::string why = cubin_refusal(c);
+  EXPECT_NE(why.find("overlap"), std::string::npos) << why;
+  // Globals named by suffixes of one long name: the names scanned are budgeted.
+  CubinBuilder d = rgpu::test::basic_cubin();
+  std::string long_name(60000, 'x');
+  uint32_t base = d.name(long_name);
+  uint32_t home = d.add({".nv.global", CubinBuilder::kNobits, {}, 1 << 20});
+  uint32_t strtab = d.add({".strtab", CubinBuilder::kStrtab, d.strtab});
+  std::vector<uint8_t> syms;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    auto sym = CubinBuilder::symbol(base + i, static_cast<uint16_t>(home), 0, 4);
+    syms.insert(syms.end(), sym.begin(), sym.end());
+  }
+  d.add({".symtab", CubinBuilder::kSymtab, syms, UINT64_MAX, UINT64_MAX, strtab, 24});
+  why = cubin_refusal(d);
+  EXPECT_NE(why.find("names add up"), std::string::npos) << why;
+}
+
 TEST(FatbinCrafted, FatbinHeaderAndEntries) {
   FatbinBuilder b;
   b.entries.push_back({2, 90, 0, rgpu::test::basic_cubin().build(), 0});
