@@ -41,8 +41,10 @@ run_one() {
   if [ "$engine" = 1 ]; then
     "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
   else
-    (cd "$build/artifacts" && "../tests/fuzz/fuzz_$t" -max_total_time="$seconds" \
-      "../../tests/fuzz/corpus/$t") >"$log" 2>&1
+    local root="$PWD" bin
+    bin="$(cd "$build" && pwd)/tests/fuzz/fuzz_$t"
+    (cd "$build/artifacts" && "$bin" -max_total_time="$seconds" "$root/tests/fuzz/corpus/$t") \
+      >"$log" 2>&1
   fi
 }
 status=0
