@@ -1,8 +1,13 @@
 // Cubin ELF images: kernel parameter layouts from `.nv.info.<kernel>` records (EIATTR_KPARAM_INFO
 // and, beyond 4 KiB of parameters, EIATTR_KPARAM_INFO_V2), and global variables from the symbol
 // table (__device__ in .nv.global / .nv.global.init, __constant__ in .nv.constant3).
+//
+// The image comes from a client: every header field, offset, size, index and count is checked
+// against the bytes present (a NOBITS section has none) and against the limits in fatbin.h before
+// it is used.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "fatbin/fatbin.h"
 
@@ -15,60 +20,99 @@ constexpr uint8_t kAttrKparamInfo = 0x17;
 constexpr uint8_t kAttrKparamInfoV2 = 0x45;
 constexpr uint32_t kShtSymtab = 2;
 constexpr uint32_t kShtNobits = 8;
+constexpr uint64_t kEhdrSize = 64, kShdrSize = 64, kSymSize = 24;
 
 class Elf {
  public:
+  struct Section {
+    std::string_view name;  // into the image's section name table
+    uint32_t type = 0;
+    uint64_t offset = 0, size = 0;  // size: declared; bytes in the file unless NOBITS
+    uint32_t link = 0;
+    uint64_t entsize = 0;
+    bool nobits() const { return type == kShtNobits; }
+  };
+
   Elf(const uint8_t* p, size_t n) : p_(p), n_(n) {
-    if (n < 64 || memcmp(p,
-                         "\x7f"
-                         "ELF",
-                         4) != 0)
+    if (n < kEhdrSize || memcmp(p,
+                                "\x7f"
+                                "ELF",
+                                4) != 0)
       throw FatbinError("cubin is not an ELF image");
     if (p[4] != 2 || p[5] != 1) throw FatbinError("cubin is not a 64-bit little-endian ELF");
     if (u16(18) != kEmCuda) throw FatbinError("ELF image is not a CUDA cubin");
-    shoff_ = u64(0x28);
-    shentsize_ = u16(0x3A);
-    shnum_ = u16(0x3C);
-    shstrndx_ = u16(0x3E);
-    if (shentsize_ < 64 || shoff_ > n || uint64_t(shnum_) * shentsize_ > n - shoff_)
-      throw FatbinError("cubin section table out of bounds");
-    if (shstrndx_ >= shnum_) throw FatbinError("cubin has no section name table");
+    uint64_t shoff = u64(0x28);
+    uint16_t shentsize = u16(0x3A), shnum = u16(0x3C), shstrndx = u16(0x3E);
+    if (shentsize < kShdrSize)
+      throw FatbinError("cubin section header size " + std::to_string(shentsize) + " < 64");
+    if (shoff > n || uint64_t(shnum) * shentsize > n - shoff)
+      throw FatbinError("cubin section header table (offset " + std::to_string(shoff) + ", " +
+                        std::to_string(shnum) + " entries) runs past the image's " +
+                        std::to_string(n) + " bytes");
+    if (shstrndx >= shnum) throw FatbinError("cubin has no section name table");
+    sections_.resize(shnum);
+    for (uint32_t i = 0; i < shnum; ++i) {
+      uint64_t h = shoff + uint64_t(i) * shentsize;
+      Section& s = sections_[i];
+      s.type = u32(h + 4);
+      s.offset = u64(h + 24);
+      s.size = u64(h + 32);
+      s.link = u32(h + 40);
+      s.entsize = u64(h + 56);
+      names_.push_back(u32(h));
+      if (!s.nobits() && (s.offset > n || s.size > n - s.offset))
+        throw FatbinError("cubin section " + std::to_string(i) + " (offset " +
+                          std::to_string(s.offset) + ", size " + std::to_string(s.size) +
+                          ") runs past the image's " + std::to_string(n) + " bytes");
+    }
+    for (uint32_t i = 0; i < shnum; ++i) sections_[i].name = string_at(shstrndx, names_[i]);
   }
-  struct Section {
-    std::string name;
-    uint32_t type;
-    uint64_t offset, size;
-    uint32_t link, info;
-    uint64_t entsize;
-  };
-  Section section(uint32_t i) const {
-    if (i >= shnum_) throw FatbinError("section index out of range");
-    uint64_t h = shoff_ + uint64_t(i) * shentsize_;
-    Section s;
-    s.type = u32(h + 4);
-    s.offset = u64(h + 24);
-    s.size = u64(h + 32);
-    s.link = u32(h + 40);
-    s.info = u32(h + 44);
-    s.entsize = u64(h + 56);
-    if (s.type != kShtNobits && (s.offset > n_ || s.size > n_ - s.offset))
-      throw FatbinError("cubin section out of bounds");
-    s.name = string_at(shstrndx_, u32(h));
-    return s;
+
+  const std::vector<Section>& sections() const { return sections_; }
+
+  // The bytes of a section present in the file (refused for NOBITS: it has none).
+  const uint8_t* bytes(const Section& s, const char* what) const {
+    if (s.nobits())
+      throw FatbinError(std::string(what) + " section " + std::string(s.name) +
+                        " has no bytes in the image (NOBITS)");
+    return p_ + s.offset;  // offset + size checked in the constructor
   }
-  std::string string_at(uint32_t strtab, uint32_t off) const {
-    uint64_t h = shoff_ + uint64_t(strtab) * shentsize_;
-    uint64_t base = u64(h + 24), size = u64(h + 32);
-    if (base > n_ || size > n_ - base || off >= size)
-      throw FatbinError("bad string offset in cubin");
-    const char* s = reinterpret_cast<const char*>(p_ + base + off);
-    return std::string(s, strnlen(s, size - off));
+
+  // A NUL-terminated name in string table `strtab`, at most kMaxNameBytes long.  Names may share
+  // bytes (one a suffix of another), so the bytes scanned for names are budgeted: twice the image
+  // and 1 MiB, far more than a real cubin's tables, bounds both the time and what callers copy.
+  std::string_view string_at(uint32_t strtab, uint32_t off) const {
+    if (strtab >= sections_.size())
+      throw FatbinError("cubin string table index " + std::to_string(strtab) + " out of range");
+    const Section& t = sections_[strtab];
+    const uint8_t* base = bytes(t, "string table");
+    if (off >= t.size)
+      throw FatbinError("cubin string offset " + std::to_string(off) + " outside its table of " +
+                        std::to_string(t.size) + " bytes");
+    const char* s = reinterpret_cast<const char*>(base + off);
+    size_t max = std::min<uint64_t>(t.size - off, kMaxNameBytes + 1);
+    size_t len = strnlen(s, max);
+    if (len == max) throw FatbinError("cubin name not terminated within its limit");
+    if (len + 1 > name_budget_)
+      throw FatbinError("cubin names add up to more than twice the image's size");
+    name_budget_ -= len + 1;
+    return std::string_view(s, len);
   }
-  uint32_t count() const { return shnum_; }
-  const uint8_t* at(uint64_t off) const { return p_ + off; }
+
+  // Sections are read once each: the bytes of the sections parsed (which could all overlap) may
+  // not add up to more than the image.
+  void charge_read(const Section& s) const {
+    if (s.size > read_budget_)
+      throw FatbinError("cubin sections overlap: " + std::string(s.name) +
+                        " is read past the image's size in total");
+    read_budget_ -= s.size;
+  }
+
+  // Little-endian reads at `o`, bounds-checked.
   uint16_t u16(uint64_t o) const { return get<uint16_t>(o); }
   uint32_t u32(uint64_t o) const { return get<uint32_t>(o); }
   uint64_t u64(uint64_t o) const { return get<uint64_t>(o); }
+  uint8_t u8(uint64_t o) const { return get<uint8_t>(o); }
 
  private:
   template <class T>
@@ -80,29 +124,34 @@ class Elf {
   }
   const uint8_t* p_;
   size_t n_;
-  uint64_t shoff_;
-  uint16_t shentsize_, shnum_, shstrndx_;
+  std::vector<Section> sections_;
+  std::vector<uint32_t> names_;
+  mutable uint64_t name_budget_ = 2 * uint64_t(n_) + (1u << 20);
+  mutable uint64_t read_budget_ = n_;
 };
 
 KernelLayout parse_info(const Elf& elf, const Elf::Section& s) {
+  elf.bytes(s, ".nv.info");  // refuses NOBITS; offset + size are within the image
+  elf.charge_read(s);
   std::vector<std::pair<uint16_t, Param>> params;  // (ordinal, param)
-  uint64_t off = s.offset, end = s.offset + s.size;
-  while (off + 4 <= end) {
-    uint8_t fmt = elf.at(off)[0];
-    uint8_t attr = elf.at(off)[1];
+  const uint64_t end = s.offset + s.size;
+  uint64_t off = s.offset;
+  while (end - off >= 4) {
+    uint8_t fmt = elf.u8(off);
+    uint8_t attr = elf.u8(off + 1);
     uint16_t val = elf.u16(off + 2);
     uint64_t len = fmt == kFmtSval ? val : 0;
-    if (len > end - off - 4) throw FatbinError("truncated .nv.info record");
+    if (len > end - off - 4)
+      throw FatbinError(".nv.info record of " + std::to_string(len) + " bytes runs past " +
+                        std::string(s.name));
     uint64_t d = off + 4;
-    if (fmt == kFmtSval && attr == kAttrKparamInfo && len >= 12) {
+    if (fmt == kFmtSval && (attr == kAttrKparamInfo || attr == kAttrKparamInfoV2) && len >= 12) {
       uint16_t ordinal = elf.u16(d + 4);
       uint16_t offset = elf.u16(d + 6);
-      uint32_t word = elf.u32(d + 8);
-      params.push_back({ordinal, Param{offset, word >> 18}});
-    } else if (fmt == kFmtSval && attr == kAttrKparamInfoV2 && len >= 12) {
-      uint16_t ordinal = elf.u16(d + 4);
-      uint16_t offset = elf.u16(d + 6);
-      uint16_t size = elf.u16(d + 8);
+      uint32_t size = attr == kAttrKparamInfo ? elf.u32(d + 8) >> 18 : elf.u16(d + 8);
+      if (uint64_t(offset) + size > kMaxParamBytes)
+        throw FatbinError("kernel parameter beyond " + std::to_string(kMaxParamBytes) +
+                          " bytes in " + std::string(s.name));
       params.push_back({ordinal, Param{offset, size}});
     }
     off = d + len;
@@ -111,10 +160,51 @@ KernelLayout parse_info(const Elf& elf, const Elf::Section& s) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   KernelLayout layout;
   for (size_t i = 0; i < params.size(); ++i) {
-    if (params[i].first != i) throw FatbinError("kernel parameter ordinals are not 0..n-1");
+    if (params[i].first != i)
+      throw FatbinError("kernel parameter ordinals are not 0..n-1 in " + std::string(s.name));
     layout.params.push_back(params[i].second);
   }
   return layout;
+}
+
+void parse_symbols(const Elf& elf, const Elf::Section& s, ModuleInfo& info, uint64_t& init_bytes,
+                   uint64_t image_size) {
+  if (s.entsize != kSymSize) throw FatbinError("unexpected symbol size in cubin");
+  elf.bytes(s, "symbol table");  // refuses NOBITS; offset + size are within the image
+  elf.charge_read(s);
+  const auto& sections = elf.sections();
+  for (uint64_t o = s.offset; s.offset + s.size - o >= kSymSize; o += kSymSize) {
+    uint32_t name = elf.u32(o);
+    uint8_t info_byte = elf.u8(o + 4);
+    uint16_t shndx = elf.u16(o + 6);
+    uint64_t value = elf.u64(o + 8), sym_size = elf.u64(o + 16);
+    if ((info_byte & 0xf) != 1 || shndx == 0 || shndx >= sections.size()) continue;  // objects
+    const Elf::Section& home = sections[shndx];
+    bool constant = home.name.substr(0, 12) == ".nv.constant";
+    bool global = home.name == ".nv.global" || home.name == ".nv.global.init";
+    if (!constant && !global) continue;
+    std::string var_name(elf.string_at(s.link, name));
+    if (sym_size > kMaxGlobalBytes)
+      throw FatbinError("global variable " + var_name + " of " + std::to_string(sym_size) +
+                        " bytes exceeds the limit of " + std::to_string(kMaxGlobalBytes));
+    if (value > home.size || sym_size > home.size - value)
+      throw FatbinError("global variable " + var_name + " lies outside its section " +
+                        std::string(home.name));
+    if (info.globals.size() >= kMaxGlobals && !info.globals.count(var_name))
+      throw FatbinError("cubin has more than " + std::to_string(kMaxGlobals) + " global variables");
+    GlobalVar var;
+    var.size = sym_size;
+    var.constant = constant;
+    if (!home.nobits()) {
+      // Symbols may overlap: bound the copies by the image, not by each symbol alone.
+      init_bytes += sym_size;
+      if (init_bytes > image_size)
+        throw FatbinError("initial values of the cubin's globals exceed the image's size");
+      const uint8_t* d = elf.bytes(home, "global variable") + value;
+      var.init.assign(d, d + sym_size);
+    }
+    info.globals[std::move(var_name)] = std::move(var);
+  }
 }
 
 }  // namespace
@@ -122,38 +212,13 @@ KernelLayout parse_info(const Elf& elf, const Elf::Section& s) {
 ModuleInfo parse_cubin(const uint8_t* p, size_t size) {
   Elf elf(p, size);
   ModuleInfo info;
-  std::vector<Elf::Section> sections;
-  for (uint32_t i = 0; i < elf.count(); ++i) sections.push_back(elf.section(i));
-  for (const auto& s : sections) {
-    static const std::string prefix = ".nv.info.";
-    if (s.name.rfind(prefix, 0) == 0 && s.name.size() > prefix.size())
-      info.kernels[s.name.substr(prefix.size())] = parse_info(elf, s);
-  }
-  for (const auto& s : sections) {
-    if (s.type != kShtSymtab) continue;
-    if (s.entsize != 24) throw FatbinError("unexpected symbol size in cubin");
-    for (uint64_t o = s.offset; o + 24 <= s.offset + s.size; o += 24) {
-      uint32_t name = elf.u32(o);
-      uint8_t info_byte = elf.at(o + 4)[0];
-      uint16_t shndx = elf.u16(o + 6);
-      uint64_t value = elf.u64(o + 8), sym_size = elf.u64(o + 16);
-      if ((info_byte & 0xf) != 1 || shndx == 0 || shndx >= sections.size()) continue;  // objects
-      const Elf::Section& home = sections[shndx];
-      bool constant = home.name.rfind(".nv.constant", 0) == 0;
-      bool global = home.name == ".nv.global" || home.name == ".nv.global.init";
-      if (!constant && !global) continue;
-      GlobalVar var;
-      var.size = sym_size;
-      var.constant = constant;
-      if (home.type != kShtNobits) {
-        if (value > home.size || sym_size > home.size - value)
-          throw FatbinError("global variable outside its section");
-        const uint8_t* d = elf.at(home.offset + value);
-        var.init.assign(d, d + sym_size);
-      }
-      info.globals[elf.string_at(s.link, name)] = std::move(var);
-    }
-  }
+  static constexpr std::string_view prefix = ".nv.info.";
+  for (const auto& s : elf.sections())
+    if (s.name.substr(0, prefix.size()) == prefix && s.name.size() > prefix.size())
+      info.kernels[std::string(s.name.substr(prefix.size()))] = parse_info(elf, s);
+  uint64_t init_bytes = 0;
+  for (const auto& s : elf.sections())
+    if (s.type == kShtSymtab) parse_symbols(elf, s, info, init_bytes, size);
   return info;
 }
 

@@ -1,17 +1,25 @@
+// Fatbin entries: headers checked against the bytes present, at most kMaxEntries of them, and
+// compressed entries (ZSTD, LZ4 frame or block) decompressed into output that grows with what
+// the decompressor actually produces, never beyond the declared size, itself capped per entry
+// (kMaxEntryBytes) and per image (kMaxImageBytes).  The declared size must be what comes out.
 #include "fatbin/fatbin.h"
 
 #include <lz4.h>
 #include <lz4frame.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace rgpu::fatbin {
 namespace {
 
 constexpr uint64_t kFlagLz4 = 0x2000;
 constexpr uint64_t kFlagZstd = 0x8000;
-constexpr size_t kMaxDecompressed = 1ull << 31;  // refuse absurd sizes from a malformed header
+constexpr uint64_t kEntryHeader = 64;
+constexpr uint64_t kLz4MaxRatio = 255;  // an LZ4 block cannot expand more than this
+constexpr size_t kFirstChunk = 1u << 20;
 
 template <class T>
 T rd(const uint8_t* p) {
@@ -20,33 +28,106 @@ T rd(const uint8_t* p) {
   return v;
 }
 
-std::vector<uint8_t> decompress(const uint8_t* src, size_t n, uint64_t flags, uint64_t out_size) {
-  if (out_size == 0 || out_size > kMaxDecompressed)
-    throw FatbinError("compressed fatbin entry with an implausible size");
-  std::vector<uint8_t> out(out_size);
-  if (flags & kFlagZstd) {
-    size_t r = ZSTD_decompress(out.data(), out.size(), src, n);
+// Output that grows (doubling) as the decompressor produces it, up to `limit` bytes, so memory
+// follows what the compressed bytes really hold rather than what a header claims.
+class Output {
+ public:
+  explicit Output(uint64_t limit) : limit_(limit) {}
+  // Room for at least one more byte; false when `limit` bytes are already there.
+  bool grow() {
+    if (buf_.size() >= limit_) return false;
+    size_t next = buf_.empty() ? kFirstChunk : buf_.size() * 2;
+    buf_.resize(static_cast<size_t>(std::min<uint64_t>(next, limit_)));
+    return true;
+  }
+  uint8_t* free_space() { return buf_.data() + used_; }
+  size_t free_bytes() const { return buf_.size() - used_; }
+  void produced(size_t n) { used_ += n; }
+  size_t used() const { return used_; }
+  std::vector<uint8_t> take() {
+    buf_.resize(used_);
+    return std::move(buf_);
+  }
+
+ private:
+  uint64_t limit_;
+  std::vector<uint8_t> buf_;
+  size_t used_ = 0;
+};
+
+std::vector<uint8_t> zstd(const uint8_t* src, size_t n, uint64_t out_size) {
+  unsigned long long declared = ZSTD_getFrameContentSize(src, n);
+  if (declared == ZSTD_CONTENTSIZE_ERROR) throw FatbinError("zstd: not a zstd frame");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != out_size)
+    throw FatbinError("zstd frame holds " + std::to_string(declared) +
+                      " bytes but the entry declares " + std::to_string(out_size));
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!ctx) throw FatbinError("zstd: cannot create a context");
+  ZSTD_DCtx_setParameter(ctx.get(), ZSTD_d_windowLogMax, 28);  // 256 MiB = kMaxEntryBytes
+  Output out(out_size + 1);  // one byte more shows a frame longer than declared
+  ZSTD_inBuffer in{src, n, 0};
+  size_t r = 1;
+  while (r != 0) {
+    if (out.free_bytes() == 0 && !out.grow())
+      throw FatbinError("zstd entry decompresses to more than its declared " +
+                        std::to_string(out_size) + " bytes");
+    ZSTD_outBuffer o{out.free_space(), out.free_bytes(), 0};
+    size_t before_in = in.pos;
+    r = ZSTD_decompressStream(ctx.get(), &o, &in);
     if (ZSTD_isError(r)) throw FatbinError(std::string("zstd: ") + ZSTD_getErrorName(r));
-    out.resize(r);
-    return out;
+    out.produced(o.pos);
+    if (r != 0 && o.pos == 0 && before_in == in.pos) throw FatbinError("zstd: truncated frame");
   }
-  if (n >= 4 && rd<uint32_t>(src) == 0x184D2204) {  // an LZ4 frame
-    LZ4F_dctx* ctx = nullptr;
-    if (LZ4F_isError(LZ4F_createDecompressionContext(&ctx, LZ4F_VERSION)))
-      throw FatbinError("lz4: cannot create a context");
-    size_t dst_len = out.size(), src_len = n;
-    size_t r = LZ4F_decompress(ctx, out.data(), &dst_len, src, &src_len, nullptr);
-    LZ4F_freeDecompressionContext(ctx);
+  if (out.used() != out_size)
+    throw FatbinError("zstd entry decompresses to " + std::to_string(out.used()) +
+                      " bytes but declares " + std::to_string(out_size));
+  return out.take();
+}
+
+std::vector<uint8_t> lz4_frame(const uint8_t* src, size_t n, uint64_t out_size) {
+  LZ4F_dctx* raw = nullptr;
+  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION)))
+    throw FatbinError("lz4: cannot create a context");
+  std::unique_ptr<LZ4F_dctx, size_t (*)(LZ4F_dctx*)> ctx(raw, LZ4F_freeDecompressionContext);
+  Output out(out_size + 1);  // one byte more shows a frame longer than declared
+  size_t pos = 0, r = 1;
+  while (r != 0) {
+    if (out.free_bytes() == 0 && !out.grow())
+      throw FatbinError("lz4 entry decompresses to more than its declared " +
+                        std::to_string(out_size) + " bytes");
+    size_t dst_len = out.free_bytes(), src_len = n - pos;
+    r = LZ4F_decompress(ctx.get(), out.free_space(), &dst_len, src + pos, &src_len, nullptr);
     if (LZ4F_isError(r)) throw FatbinError(std::string("lz4: ") + LZ4F_getErrorName(r));
-    out.resize(dst_len);
-    return out;
+    pos += src_len;
+    out.produced(dst_len);
+    if (r != 0 && dst_len == 0 && src_len == 0) throw FatbinError("lz4: truncated frame");
   }
+  if (out.used() != out_size)
+    throw FatbinError("lz4 entry decompresses to " + std::to_string(out.used()) +
+                      " bytes but declares " + std::to_string(out_size));
+  return out.take();
+}
+
+std::vector<uint8_t> lz4_block(const uint8_t* src, size_t n, uint64_t out_size) {
+  if (n > INT32_MAX || out_size > INT32_MAX || out_size > n * kLz4MaxRatio + 64)
+    throw FatbinError("lz4 block of " + std::to_string(n) + " bytes cannot hold the declared " +
+                      std::to_string(out_size));
+  std::vector<uint8_t> out(out_size);
   int r =
       LZ4_decompress_safe(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out.data()),
                           static_cast<int>(n), static_cast<int>(out.size()));
   if (r < 0) throw FatbinError("lz4: corrupt block");
-  out.resize(static_cast<size_t>(r));
+  if (static_cast<uint64_t>(r) != out_size)
+    throw FatbinError("lz4 entry decompresses to " + std::to_string(r) + " bytes but declares " +
+                      std::to_string(out_size));
   return out;
+}
+
+// `out_size`: the declared size, already checked against kMaxEntryBytes.
+std::vector<uint8_t> decompress(const uint8_t* src, size_t n, uint64_t flags, uint64_t out_size) {
+  if (flags & kFlagZstd) return zstd(src, n, out_size);
+  if (n >= 4 && rd<uint32_t>(src) == 0x184D2204) return lz4_frame(src, n, out_size);
+  return lz4_block(src, n, out_size);
 }
 
 }  // namespace
@@ -55,9 +136,12 @@ std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
   size_t total = fatbin_size(p, size);
   uint16_t header = rd<uint16_t>(p + 6);
   std::vector<Entry> out;
-  size_t off = header;
+  uint64_t decompressed = 0;
+  size_t off = header, count = 0;
   while (off < total) {
-    if (total - off < 64) throw FatbinError("truncated fatbin entry header");
+    if (total - off < kEntryHeader) throw FatbinError("truncated fatbin entry header");
+    if (++count > kMaxEntries)
+      throw FatbinError("fatbin has more than " + std::to_string(kMaxEntries) + " entries");
     const uint8_t* e = p + off;
     uint16_t kind = rd<uint16_t>(e);
     uint32_t eh = rd<uint32_t>(e + 4);
@@ -66,7 +150,7 @@ std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
     uint32_t arch = rd<uint32_t>(e + 28);
     uint64_t flags = rd<uint64_t>(e + 40);
     uint64_t uncompressed = rd<uint64_t>(e + 56);
-    if (eh < 64 || eh > total - off || payload > total - off - eh)
+    if (eh < kEntryHeader || eh > total - off || payload > total - off - eh)
       throw FatbinError("fatbin entry runs past the end of the fatbin");
     const uint8_t* data = e + eh;
     if (kind == static_cast<uint16_t>(EntryKind::Ptx) ||
@@ -77,7 +161,14 @@ std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
       entry.flags = flags;
       if (flags & (kFlagLz4 | kFlagZstd)) {
         if (compressed > payload) throw FatbinError("compressed size exceeds the entry");
+        if (uncompressed == 0 || uncompressed > kMaxEntryBytes)
+          throw FatbinError("compressed fatbin entry declares " + std::to_string(uncompressed) +
+                            " bytes (limit " + std::to_string(kMaxEntryBytes) + ")");
+        if (uncompressed > kMaxImageBytes - decompressed)
+          throw FatbinError("fatbin entries decompress to more than the limit of " +
+                            std::to_string(kMaxImageBytes) + " bytes");
         entry.data = decompress(data, compressed, flags, uncompressed);
+        decompressed += entry.data.size();
       } else {
         entry.data.assign(data, data + payload);
       }

@@ -16,6 +16,17 @@ struct FatbinError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Limits on what an image may make rgpu do.  Every image a client sends is parsed by the server, so
+// every length, size, offset, index and count read from one is checked against the bytes present
+// and against these limits before it is used; a violation is a FatbinError naming what was wrong.
+constexpr size_t kMaxEntries = 1024;               // entries of one fatbin
+constexpr uint64_t kMaxEntryBytes = 256ull << 20;  // one entry, decompressed
+constexpr uint64_t kMaxImageBytes = 1ull << 30;    // all entries of one fatbin, decompressed
+constexpr uint64_t kMaxGlobalBytes = 16ull << 30;  // one __device__ / __constant__ variable
+constexpr size_t kMaxGlobals = 65536;              // variables of one cubin
+constexpr size_t kMaxNameBytes = 64u << 10;        // a section, kernel or variable name
+constexpr uint32_t kMaxParamBytes = 64u << 10;     // a kernel's parameter buffer (CUDA: 32764)
+
 constexpr uint32_t kWrapperMagic = 0x466243B1;
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 
@@ -63,12 +74,12 @@ struct ModuleInfo {
   std::map<std::string, GlobalVar> globals;     // by name
 };
 
-// Kernels and globals of one cubin ELF image.
+// Kernels and globals of one cubin ELF image.  Throws FatbinError on malformed input.
 ModuleInfo parse_cubin(const uint8_t* p, size_t size);
-// Kernel layouts from PTX `.entry` parameter lists.
+// Kernel layouts from PTX `.entry` parameter lists.  Throws FatbinError on malformed input.
 std::map<std::string, KernelLayout> parse_ptx(const std::string& text);
 // What a whole fatbin says: the kernels and globals of its cubins, with PTX filling in kernels
-// no cubin describes.
+// no cubin describes.  Throws FatbinError on malformed input (never anything else for bad bytes).
 ModuleInfo describe(const uint8_t* p, size_t size);
 
 }  // namespace rgpu::fatbin

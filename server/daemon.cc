@@ -130,7 +130,8 @@ int run_daemon(const DaemonConfig& cfg) {
   }
   ModuleCache cache(cfg.module_cache == "none" ? ""
                     : cfg.module_cache.empty() ? default_module_cache_dir()
-                                               : cfg.module_cache);
+                                               : cfg.module_cache,
+                    cfg.module_cache_max_mb << 20);
   if (!use_cuda) {
     gpus = cfg.host_gpus;
     driver = 13000;  // what the host executor reports

@@ -22,6 +22,7 @@ struct DaemonConfig {
   std::string port_file;                // write the bound port here once listening
   std::string host_kernels;             // host backend: plugin of host kernel implementations
   std::string module_cache;             // fat binaries by hash; "" = default, "none" = off
+  uint64_t module_cache_max_mb = 1024;  // size cap of the module cache (LRU eviction)
   size_t chunk_bytes = 0;               // bulk pipeline: bytes per chunk (0: SessionConfig's)
   size_t pipeline_depth = 0;  // bulk pipeline: device-to-host chunks in flight (0: default)
   TlsSettings tls;            // TLS for TCP clients (none when empty)

@@ -49,6 +49,8 @@ void usage(FILE* out) {
           "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
           "                        reading what it asked for, loses its session after S seconds\n"
           "                        (default 30; an idle client is never timed out)\n"
+          "  --module-cache-max-mb N  size cap of the module cache in MiB; least recently used\n"
+          "                        modules are evicted (default 1024)\n"
           "  --version             print the version\n"
           "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
           rgpu::kDefaultPort);
@@ -188,6 +190,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       cfg.client_timeout_s = s;
+    } else if (a == "--module-cache-max-mb") {
+      std::string v = value();
+      char* end = nullptr;
+      unsigned long long n = strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > (1ull << 20)) {
+        fprintf(stderr, "rgpud: --module-cache-max-mb must be 1..1048576\n");
+        return 2;
+      }
+      cfg.module_cache_max_mb = n;
     } else {
       fprintf(stderr, "rgpud: unknown option %s\n", a.c_str());
       usage(stderr);

@@ -66,7 +66,7 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
   if (q.image_size == 0 || q.image_size > kMaxModule)
     return Status::fail(err::InvalidValue, "module image size out of range");
   auto image = std::make_shared<std::vector<uint8_t>>();
-  image->reserve(q.image_size);
+  image->reserve(std::min<uint64_t>(q.image_size, 64u << 20));  // grows with what arrives
   for (Chunk c; current_->payload->next(c);) {
     image->insert(image->end(), c.data, c.data + c.size);
     current_->payload->release(c);
@@ -75,6 +75,13 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
     return Status::fail(err::InvalidValue, "the client went away in the middle of the module");
   if (sha256(image->data(), image->size()) != q.hash)
     return Status::fail(err::InvalidValue, "module image does not match its hash");
+  // Only an image that parses reaches the shared cache (or this session's images).
+  try {
+    fatbin::describe(image->data(), image->size());
+  } catch (const fatbin::FatbinError& e) {
+    return Status::fail(kInvalidKernelImage,
+                        std::string("cannot parse the fat binary: ") + e.what());
+  }
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);
   images_[q.hash] = image;
   return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);

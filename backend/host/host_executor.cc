@@ -21,6 +21,7 @@ namespace {
 
 uint64_t page_round(uint64_t n) {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (n > UINT64_MAX - page) return UINT64_MAX;  // more than any capacity: refused by the ledger
   return (n + page - 1) / page * page;
 }
 
@@ -39,6 +40,8 @@ const std::pair<uint32_t, int32_t> kAttrs[] = {
     {109, 134213632}, {111, 1024}, {115, 1},      {120, 1},     {125, 1},         {126, 4},
     {130, 0},         {131, -1},   {133, 0},      {134, -1},
 };
+
+constexpr CudaError kInvalidKernelImage = 200;
 
 // Values cudaFuncGetAttributes reports for a host-implemented kernel (CUfunction_attribute 0..15).
 const int32_t kFuncAttrs[16] = {1024, 0, 0, 0, 32, 90, 90, 0, 49152, -1, 0, 0, 0, 0, 0, 0};
@@ -255,14 +258,30 @@ class HostExecutor final : public Executor {
   }
 
   // ---- modules and kernels ----
-  Status module_load(int, const uint8_t*, size_t, const fatbin::ModuleInfo& info,
+  Status module_load(int dev, const uint8_t*, size_t, const fatbin::ModuleInfo& info,
                      uint64_t& module) override {
-    // Globals live together in one mapping in the device window, with their initial values.
+    // Globals live together in one mapping in the device window, with their initial values, and
+    // are charged to the GPU's capacity like allocations.  Sizes come from the client's image:
+    // each is bounded before it is rounded, and the total cannot overflow.
     auto m = std::make_shared<Module>();
     uint64_t total = 0;
-    for (auto& [name, var] : info.globals) total += (var.size + 255) / 256 * 256;
+    for (auto& [name, var] : info.globals) {
+      if (var.size > fatbin::kMaxGlobalBytes || var.init.size() > var.size)
+        return Status::fail(kInvalidKernelImage, "global variable " + name + " of " +
+                                                     std::to_string(var.size) +
+                                                     " bytes is beyond the host backend's limit");
+      total += slot_size(var.size);  // at most kMaxGlobals * (kMaxGlobalBytes + 255): no overflow
+    }
+    if (total > ledgers_[dev]->capacity())
+      return Status::fail(err::MemoryAllocation, "the module's globals (" + std::to_string(total) +
+                                                     " bytes) exceed the GPU's capacity");
     if (total) {
       m->bytes = page_round(total);
+      if (slots_[dev] < 0 || !ledgers_[dev]->reserve(slots_[dev], m->bytes))
+        return Status::fail(err::MemoryAllocation,
+                            "host backend capacity exhausted by the module's globals");
+      m->ledger = ledgers_[dev];
+      m->slot = slots_[dev];
       void* p = map_window(m->bytes);
       if (!p) return Status::fail(err::MemoryAllocation, "cannot map module globals");
       m->base = reinterpret_cast<uint64_t>(p);
@@ -271,7 +290,7 @@ class HostExecutor final : public Executor {
         if (!var.init.empty())
           memcpy(static_cast<char*>(p) + off, var.init.data(), var.init.size());
         m->globals[name] = {m->base + off, var.size};
-        off += (var.size + 255) / 256 * 256;
+        off += slot_size(var.size);
       }
     }
     modules_.push_back(m);
@@ -366,11 +385,17 @@ class HostExecutor final : public Executor {
  private:
   struct Module {
     uint64_t base = 0, bytes = 0;
+    HostLedger* ledger = nullptr;  // charged `bytes` for slot `slot`
+    int slot = -1;
     std::map<std::string, std::pair<uint64_t, uint64_t>> globals;  // name -> (address, size)
     ~Module() {
       if (base) munmap(reinterpret_cast<void*>(base), bytes);
+      if (ledger) ledger->release(slot, bytes);
     }
   };
+  // A global's slot in the module's mapping: its size rounded up to 256 bytes (callers bound
+  // `size` by kMaxGlobalBytes first, so this cannot overflow).
+  static uint64_t slot_size(uint64_t size) { return (size + 255) / 256 * 256; }
   struct Kernel {
     std::string name;
     rgpu_host_kernel_fn fn;
