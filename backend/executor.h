@@ -95,6 +95,11 @@ class Executor {
   // From/to page-locked server memory (staging buffers) that stays valid until the copy is done.
   virtual Status copy_to_device_async(int dev, uint64_t dst, uint64_t dpitch, const void* src,
                                       uint64_t spitch, Rect rect, uint64_t stream) = 0;
+  // An asynchronous 1-D copy whose source the backend has consumed when this returns (as CUDA
+  // stages pageable memory): the caller may reuse `src` at once.  For small copies; it may wait
+  // for the stream when staging space runs short, as the driver does.
+  virtual Status copy_to_device_staged(int dev, uint64_t dst, const void* src, uint64_t size,
+                                       uint64_t stream) = 0;
   virtual Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src,
                                     uint64_t spitch, Rect rect, uint64_t stream) = 0;
   virtual Status copy_on_device(int dev, uint64_t dst, uint64_t dpitch, uint64_t src,

@@ -477,6 +477,11 @@ struct DeviceOutputMsg {
 
 // Sent by the server, unasked, when it let go of `bytes` of asynchronous host-to-device payload
 // (the stream is past the copy, or the request failed): flow control for the client's window.
+// The server gathers these and sends them at least every MiB, and whenever it runs out of
+// requests to serve.
+// Asynchronous host-to-device payloads up to this size are consumed by the server as it serves
+// the request (staged, as CUDA stages pageable memory), with no host function.
+constexpr uint64_t kStagedPayloadMax = 64u << 10;
 struct PayloadDoneMsg {
   uint64_t bytes = 0;
   RGPU_FIELDS(bytes)

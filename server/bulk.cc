@@ -51,17 +51,20 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
   const int d = static_cast<int>(dev);
   if (width == 0 || height == 0) return Status::success();
   PayloadStream& payload = *current_->payload;
-  // Asynchronous copies keep their buffers until the stream is past them; then the completion
+  // A small asynchronous 1-D copy is staged by the backend as it is issued (as CUDA stages
+  // pageable memory): its buffers and window bytes go back at once, with no host function.
+  const bool staged = async && height == 1 && width <= kStagedPayloadMax;
+  // Other asynchronous copies keep their buffers until the stream is past them; then the completion
   // thread gives them back (never the host function itself: see server/host_work.h).
   std::vector<char*> held;
   uint64_t held_bytes = 0;
   auto give_back = [&] {
     if (held.empty()) return;
-    uint64_t bytes = held_bytes;
-    credit_left_ -= std::min(credit_left_, bytes);
-    host_work_.on_stream(exec_, d, stream, [this, bufs = std::move(held), bytes] {
+    const uint64_t credit = std::min(credit_left_, held_bytes);  // what the client's window holds
+    credit_left_ -= credit;
+    host_work_.on_stream(exec_, d, stream, [this, bufs = std::move(held), credit] {
       for (char* p : bufs) in_pool_.release(p);
-      payload_done(bytes);
+      if (credit) payload_done(credit);
     });
     held.clear();
     held_bytes = 0;
@@ -74,10 +77,11 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
     if (status.ok())
       status = for_pieces(a, b, width, dpitch, [&](uint64_t doff, uint64_t hoff, Rect r) {
         const char* src = c.data + hoff;
+        if (staged) return exec_.copy_to_device_staged(d, dst + doff, src, r.width, stream);
         return async ? exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream)
                      : exec_.copy_to_device(d, dst + doff, dpitch, src, width, r);
       });
-    if (async) {
+    if (async && !staged) {
       held.push_back(c.data);
       held_bytes += c.size;
       if (held.size() == kReleaseBatch) give_back();
@@ -86,7 +90,12 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
     }
     a = b;
   }
-  if (async) give_back();
+  if (async && !staged) give_back();
+  if (staged) {
+    const uint64_t credit = std::min(credit_left_, a);
+    credit_left_ -= credit;
+    if (credit) payload_done(credit);
+  }
   if (a != width * height && status.ok())
     status = Status::fail(err::InvalidValue, "the client went away in the middle of a copy");
   return status;

@@ -20,9 +20,9 @@
 #include "common/log.h"
 #include "proto/auth.h"
 #include "server/session.h"
-#include "server/tls_gate.h"
 #include "server/session_process.h"
 #include "server/supervisor.h"
+#include "server/tls_gate.h"
 #include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
 

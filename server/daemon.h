@@ -36,7 +36,7 @@ struct DaemonConfig {
   size_t client_max_streams = 1024;
   size_t client_max_events = 65536;
   int shutdown_timeout_ms = 5000;  // SIGTERM to sessions, SIGKILL after this
-  int client_timeout_s = 30;  // a client stalled mid-frame or not reading ends its session
+  int client_timeout_s = 30;       // a client stalled mid-frame or not reading ends its session
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

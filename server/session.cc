@@ -213,7 +213,12 @@ void Session::dispatch_loop() {
     Request r;
     // Requests often come back to back: spin briefly before sleeping, which saves a thread wakeup
     // from every round trip.
-    spin_until([&] { return queued_.load(std::memory_order_acquire) != 0; });
+    if (!spin_until([&] { return queued_.load(std::memory_order_acquire) != 0; })) {
+      // Out of requests: window bytes given back so far go to the client now (it may be waiting
+      // for them); later ones go at once until the next request comes.
+      idle_.store(true);
+      flush_credit();
+    }
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [&] { return !queue_.empty() || reader_done_; });
@@ -224,6 +229,7 @@ void Session::dispatch_loop() {
       }
       r = std::move(queue_.front());
       queue_.pop_front();
+      idle_.store(false);
       serving_.store(true, std::memory_order_release);
       queued_.store(queue_.size(), std::memory_order_release);
     }
@@ -295,8 +301,18 @@ void Session::push_frame(uint16_t type, uint16_t flags, uint64_t id,
 }
 
 void Session::payload_done(uint64_t bytes) {
-  push_frame(static_cast<uint16_t>(MsgId::PayloadDone), 0, 0,
-             encode_message(PayloadDoneMsg{bytes}));
+  // Any thread (the dispatcher, the completion thread).  Gathered: a frame per MiB, or at once
+  // when the dispatcher is idle (the client may be waiting for exactly these bytes).
+  constexpr uint64_t kCreditBatch = 1u << 20;
+  uint64_t total = pending_credit_.fetch_add(bytes) + bytes;
+  if (total >= kCreditBatch || idle_.load()) flush_credit();
+}
+
+void Session::flush_credit() {
+  uint64_t bytes = pending_credit_.exchange(0);
+  if (bytes)
+    push_frame(static_cast<uint16_t>(MsgId::PayloadDone), 0, 0,
+               encode_message(PayloadDoneMsg{bytes}));
 }
 
 // push_error and push_async_error are called by the dispatcher only: they may wait for room.

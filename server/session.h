@@ -56,7 +56,7 @@ struct SessionConfig {
   // within this many seconds, and a send to the client must make progress within it; otherwise
   // the session ends.  An idle client between requests is never timed out.
   int client_timeout_s = 30;
-  uint32_t client_timeout_ms = 0;  // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
+  uint32_t client_timeout_ms = 0;   // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
   size_t outbox_bytes = 64u << 20;  // bytes queued for the client before the dispatcher waits
 };
 
@@ -167,6 +167,7 @@ class Session {
   void free_gates();
   // Flow control: tells the client that `bytes` of asynchronous payload are no longer held.
   void payload_done(uint64_t bytes);
+  void flush_credit();
 
   // `block`: Outbox::Block::IfFull from the dispatcher, Never from callback threads.
   void push_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
@@ -246,6 +247,8 @@ class Session {
   bool cancelled_ = false;
   // Asynchronous payload bytes of the request being served not yet given back by PayloadDone.
   uint64_t credit_left_ = 0;
+  std::atomic<uint64_t> pending_credit_{0};  // given back, not yet told (payload_done)
+  std::atomic<bool> idle_{false};            // the dispatcher waits for a request
 };
 
 }  // namespace rgpu::server

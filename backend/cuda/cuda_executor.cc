@@ -125,6 +125,16 @@ class CudaExecutor final : public Executor {
     CUDA_MEMCPY2D c = rect_copy(Side::device(dst), dpitch, Side::host(src), spitch, r);
     return check(drv_.cuMemcpy2DAsync_v2(&c, cu(stream)));
   }
+  Status copy_to_device_staged(int dev, uint64_t dst, const void* src, uint64_t size,
+                               uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    // From pageable memory the driver copies the bytes into its own staging before it returns;
+    // the source may be page-locked (a payload buffer), so it goes through a pageable scratch.
+    thread_local std::vector<char> scratch;
+    if (scratch.size() < size) scratch.resize(size);
+    memcpy(scratch.data(), src, size);
+    return check(drv_.cuMemcpyHtoDAsync_v2(dst, scratch.data(), size, cu(stream)));
+  }
   Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                             Rect r, uint64_t stream) override {
     if (Status s = use(dev); !s.ok()) return s;

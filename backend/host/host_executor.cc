@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "backend/gate.h"
@@ -126,6 +128,24 @@ class HostExecutor final : public Executor {
                               uint64_t spitch, Rect r, uint64_t stream) override {
     return submit(dev, stream,
                   [=] { copy2d(reinterpret_cast<void*>(dst), dpitch, src, spitch, r); });
+  }
+  Status copy_to_device_staged(int dev, uint64_t dst, const void* src, uint64_t size,
+                               uint64_t stream) override {
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    {
+      // Bounded staging, as the driver's: past it the caller waits for the stream.
+      std::unique_lock<std::mutex> lock(staged_mu_);
+      staged_cv_.wait(lock, [&] { return staged_ == 0 || staged_ + size <= kStagedCap; });
+      staged_ += size;
+    }
+    auto bytes = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                     static_cast<const char*>(src) + size);
+    return submit(dev, stream, [this, dst, bytes] {
+      memcpy(reinterpret_cast<void*>(dst), bytes->data(), bytes->size());
+      std::lock_guard<std::mutex> lock(staged_mu_);
+      staged_ -= bytes->size();
+      staged_cv_.notify_all();
+    });
   }
   Status copy_to_host_async(int dev, void* dst, uint64_t dpitch, uint64_t src, uint64_t spitch,
                             Rect r, uint64_t stream) override {
@@ -446,7 +466,11 @@ class HostExecutor final : public Executor {
   std::vector<std::unique_ptr<HostStreams>> streams_;
   std::map<uint64_t, std::shared_ptr<Event>> events_;
   uint64_t next_event_ = 1;
-  std::mutex driver_mu_;  // the emulated driver lock (host_func, alloc_staging)
+  std::mutex driver_mu_;
+  static constexpr uint64_t kStagedCap = 64u << 20;  // bytes of staged copies not yet done
+  std::mutex staged_mu_;
+  std::condition_variable staged_cv_;
+  uint64_t staged_ = 0;  // the emulated driver lock (host_func, alloc_staging)
 };
 
 }  // namespace

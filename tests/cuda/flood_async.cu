@@ -1,6 +1,6 @@
 // A client that floods asynchronous host-to-device copies behind a busy stream: the server must
 // not hold them all (the client waits on its window), and every byte still lands in order.
-// `flood_async [copies] [MiB per copy]`; prints "ready" once the flood is queued.
+// `flood_async [copies] [KiB per copy]`; prints "ready" once the flood is queued.
 #include <cstdio>
 #include <vector>
 
@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   const int copies = argc > 1 ? atoi(argv[1]) : 200;
-  const size_t bytes = (argc > 2 ? atoi(argv[2]) : 4) << 20;
+  const size_t bytes = static_cast<size_t>(argc > 2 ? atoi(argv[2]) : 4096) << 10;
   cudaStream_t s;
   REQUIRE_OK(cudaStreamCreate(&s));
   int* d;
