@@ -92,20 +92,7 @@ int shm_raw_connect(uint16_t port, int seg_fd) {
   memcpy(a.sun_path + 1, name.data(), name.size());
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   EXPECT_EQ(connect(s, reinterpret_cast<sockaddr*>(&a), len), 0) << strerror(errno);
-  char byte = 'R';
-  iovec v{&byte, 1};
-  char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &v;
-  m.msg_iovlen = 1;
-  m.msg_control = ctrl;
-  m.msg_controllen = sizeof ctrl;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &seg_fd, sizeof seg_fd);
-  EXPECT_EQ(sendmsg(s, &m, 0), 1);
+  EXPECT_NO_THROW(rgpu::transport::shm_send_fd(s, seg_fd));
   return s;
 }
 

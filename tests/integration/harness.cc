@@ -25,6 +25,13 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
 }
 
 void exec_child(const std::vector<std::string>& argv, const Env& env) {
+#ifdef RGPU_SANITIZER_PRELOAD
+  // A sanitizer build: uninstrumented CUDA programs (started directly, by `rgpu run`, or by
+  // `rgpu bench`) load an instrumented runtime, so every child gets the sanitizer runtime first.
+  // Leaks of the test programs themselves are not ours to report.
+  setenv("LD_PRELOAD", RGPU_SANITIZER_PRELOAD, 1);
+  setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+#endif
   for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
   auto args = cstrs(argv);
   execv(args[0], args.data());
@@ -199,14 +206,7 @@ bool Daemon::wait_exit(int timeout_ms, int& status) {
 }
 
 Env Daemon::client_env() const {
-  Env env{{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
-#ifdef RGPU_SANITIZER_PRELOAD
-  // A sanitizer build: uninstrumented CUDA programs load an instrumented runtime.  Leaks of the
-  // test programs themselves are not ours to report.
-  env["LD_PRELOAD"] = RGPU_SANITIZER_PRELOAD;
-  env["ASAN_OPTIONS"] = "detect_leaks=0";
-#endif
-  return env;
+  return {{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
 }
 
 }  // namespace rgpu::test

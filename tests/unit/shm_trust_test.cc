@@ -21,22 +21,7 @@ namespace {
 
 constexpr size_t kRing = 4096;
 
-void pass_fd(int sock, int fd) {
-  char byte = 'R';
-  iovec v{&byte, 1};
-  char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &v;
-  m.msg_iovlen = 1;
-  m.msg_control = ctrl;
-  m.msg_controllen = sizeof ctrl;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  ASSERT_EQ(sendmsg(sock, &m, 0), 1);
-}
+void pass_fd(int sock, int fd) { ASSERT_NO_THROW(shm_send_fd(sock, fd)); }
 
 // A hand-made client: its own segment (sealed or not, of the size it likes) handed to shm_adopt.
 struct RawClient {

@@ -28,7 +28,6 @@ using Ring = ShmRing;
 using Segment = ShmSegment;
 size_t segment_size(size_t ring) { return shm_segment_size(ring); }
 
-void send_fd(int sock, int fd);
 int recv_fd(int sock);
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expect) {
@@ -123,7 +122,7 @@ class ShmConnection final : public Connection {
   const char* kind() const override { return "shm"; }
   bool can_pass_fds() const override { return true; }
   long peer_uid() const override { return uid_; }
-  void send_fd(int fd) override { transport::send_fd(sock_, fd); }
+  void send_fd(int fd) override { shm_send_fd(sock_, fd); }
   int recv_fd() override {
     int fd = transport::recv_fd(sock_);
     if (fd < 0) throw TransportError("the client sent no descriptor");
@@ -271,7 +270,9 @@ void* create_segment(size_t ring, int& fd) {
   return base;
 }
 
-void send_fd(int sock, int fd) {
+}  // namespace
+
+void shm_send_fd(int sock, int fd) {
   char byte = 'R';
   iovec v{&byte, 1};
   char ctrl[CMSG_SPACE(sizeof(int))] = {};
@@ -288,6 +289,8 @@ void send_fd(int sock, int fd) {
   if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
     throw TransportError(std::string("cannot hand the segment to rgpud: ") + strerror(errno));
 }
+
+namespace {
 
 int recv_fd(int sock) {
   char byte;
@@ -406,7 +409,7 @@ std::unique_ptr<Connection> shm_connect(const std::string& name, int timeout_s) 
   void* base = nullptr;
   try {
     base = create_segment(kRingBytes, fd);
-    send_fd(s, fd);
+    shm_send_fd(s, fd);
     close(fd);
     fd = -1;
     char ack = 0;

@@ -17,6 +17,9 @@ std::string shm_socket_name(uint16_t port);
 
 // Connects to a local rgpud; the segment handshake gives up after `timeout_s` (0: 10 s).  Throws
 // TransportError.
+// Sends descriptor `fd` over unix socket `sock` (SCM_RIGHTS) with one byte of data.  Throws.
+void shm_send_fd(int sock, int fd);
+
 std::unique_ptr<Connection> shm_connect(const std::string& socket_name, int timeout_s = 10);
 // Listens for shared-memory clients.  Throws TransportError.
 std::unique_ptr<Listener> shm_listen(const std::string& socket_name);
