@@ -57,7 +57,7 @@ Status Session::on(ModuleLookupMsg, const ModuleLookupReq& q, ModuleRep& rep) {
   if (auto it = images_.find(q.hash); it != images_.end()) image = it->second;
   if (!image && config_.module_cache) image = config_.module_cache->get(q.hash);
   if (!image) return Status::fail(kSymbolNotFound, "module not cached on the server");
-  images_[q.hash] = image;
+  if (Status s = keep_image(q.hash, image); !s.ok()) return s;
   return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
 }
 
@@ -65,6 +65,11 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (q.image_size == 0 || q.image_size > kMaxModule)
     return Status::fail(err::InvalidValue, "module image size out of range");
+  if (!images_.count(q.hash) && images_bytes_ + q.image_size > kMaxSessionImages)
+    return Status::fail(err::MemoryAllocation,
+                        "this session already holds " + std::to_string(images_bytes_ >> 20) +
+                            " MiB of module images (at most " +
+                            std::to_string(kMaxSessionImages >> 20) + " MiB)");
   auto image = std::make_shared<std::vector<uint8_t>>();
   image->reserve(std::min<uint64_t>(q.image_size, 64u << 20));  // grows with what arrives
   for (Chunk c; current_->payload->next(c);) {
@@ -83,8 +88,20 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
                         std::string("cannot parse the fat binary: ") + e.what());
   }
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);
-  images_[q.hash] = image;
+  if (Status s = keep_image(q.hash, image); !s.ok()) return s;
   return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
+}
+
+Status Session::keep_image(const Hash& hash, const Image& image) {
+  if (images_.count(hash)) return Status::success();
+  if (images_bytes_ + image->size() > kMaxSessionImages)
+    return Status::fail(err::MemoryAllocation,
+                        "this session already holds " + std::to_string(images_bytes_ >> 20) +
+                            " MiB of module images (at most " +
+                            std::to_string(kMaxSessionImages >> 20) + " MiB)");
+  images_bytes_ += image->size();
+  images_[hash] = image;
+  return Status::success();
 }
 
 Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& image,

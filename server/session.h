@@ -226,6 +226,9 @@ class Session {
   std::vector<std::vector<Module>> modules_;                 // per GPU, by module id
   std::vector<std::map<proto::Hash, uint32_t>> module_ids_;  // per GPU
   std::map<proto::Hash, Image> images_;                      // this session's fat binaries
+  uint64_t images_bytes_ = 0;
+  static constexpr uint64_t kMaxSessionImages = 4ull << 30;  // bytes of images one session holds
+  Status keep_image(const proto::Hash& hash, const Image& image);
   bool launched_ = false;  // a kernel ran: forward its output at sync points
 
   // Host callbacks.  A stream waits for its client's callback at a gate (Executor::gate_wait):
