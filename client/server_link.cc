@@ -273,12 +273,17 @@ void ServerLink::fail_link(const std::string& why) {
 }
 
 void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, Pending& p) {
+  wait_alive(
+      lock, cv_, [&] { return p.done.load(); }, "a call");
+}
+
+void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                            const std::function<bool()>& done, const char* who) {
   const int64_t limit_ns = int64_t{timeout_s_} * 1000000000;
   const auto tick = std::chrono::milliseconds(std::min(250, timeout_s_ * 250));
   int64_t started = now_ns(), last_look = started;
-  auto done = [&] { return p.done.load(); };
   while (!done()) {
-    if (cv_.wait_for(lock, tick, done)) return;
+    if (cv.wait_for(lock, tick, done)) return;
     int64_t now = now_ns();
     // This process itself was stopped or starved (the look came far too late): what the server
     // sent meanwhile may still be unread, so silence is measured afresh.
@@ -288,9 +293,9 @@ void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, Pending& p) {
     if (silent < limit_ns || state_ != err::Success) continue;
     char why[200];
     snprintf(why, sizeof why,
-             "nothing arrived from it for %.1f s while a call waited (RGPU_TIMEOUT=%d): the "
+             "nothing arrived from it for %.1f s while %s waited (RGPU_TIMEOUT=%d): the "
              "server is stopped, hung or unreachable",
-             static_cast<double>(silent) / 1e9, timeout_s_);
+             static_cast<double>(silent) / 1e9, who, timeout_s_);
     lock.unlock();
     fail_link(why);
     lock.lock();
@@ -341,10 +346,15 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     uint64_t bytes = 0;
     for (int i = 0; i < n_out; ++i) bytes += out[i].iov_len;
     std::unique_lock<std::mutex> lock(mu_);
-    window_cv_.wait(lock, [&] {
+    auto room = [&] {
       return state_ != err::Success || window_ == 0 || async_out_ == 0 ||
              async_out_ + bytes <= window_;
-    });
+    };
+    // The server holding our bytes sends heartbeats: silence means it is gone.
+    if (timeout_s_ > 0)
+      wait_alive(lock, window_cv_, room, "an asynchronous copy");
+    else
+      window_cv_.wait(lock, room);
     if (state_ != err::Success) return state_;
     async_out_ += bytes;
   }

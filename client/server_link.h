@@ -121,6 +121,9 @@ class ServerLink {
   void note_life();
   // Sleeps until `p` is done; fails the link when nothing arrived for timeout_s_.
   void wait_alive(std::unique_lock<std::mutex>& lock, Pending& p);
+  // Waits on `cv` (with mu_ held) until done(); fails the link after RGPU_TIMEOUT of silence.
+  void wait_alive(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                  const std::function<bool()>& done, const char* who);
   void receive_loop();
   void callback_loop();
   void receive_async_data(const proto::FrameHeader& h, const std::vector<uint8_t>& body);

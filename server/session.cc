@@ -72,8 +72,11 @@ void Session::run() {
   // While requests are queued or in progress, the client hears from us at least every interval,
   // from the writer (never blocked by the GPU): a long kernel is not a dead server.
   outbox_.set_heartbeat(heartbeat_interval_, [this]() -> std::optional<OutItem> {
+    // Busy also while streams hold the client's asynchronous payload: it may be waiting for
+    // its window.
     uint32_t n = static_cast<uint32_t>(queued_.load(std::memory_order_acquire)) +
-                 (serving_.load(std::memory_order_acquire) ? 1 : 0);
+                 (serving_.load(std::memory_order_acquire) ? 1 : 0) +
+                 (held_payload_.load(std::memory_order_acquire) ? 1 : 0);
     if (n == 0) return std::nullopt;
     return make_frame(static_cast<uint16_t>(MsgId::Heartbeat), 0, 0,
                       encode_message(HeartbeatMsg{n}));
@@ -272,6 +275,7 @@ void Session::dispatch(Request& r) {
   // An asynchronous payload is given back to the client's window as the stream lets go of it
   // (write_rows); whatever the handler did not take is given back here.
   credit_left_ = (M::payload == Payload::In && M::mode == Mode::Async) ? h.payload_len : 0;
+  held_payload_.fetch_add(credit_left_);
 
   typename M::Rep rep{};
   Status s;
@@ -304,6 +308,7 @@ void Session::payload_done(uint64_t bytes) {
   // Any thread (the dispatcher, the completion thread).  Gathered: a frame per MiB, or at once
   // when the dispatcher is idle (the client may be waiting for exactly these bytes).
   constexpr uint64_t kCreditBatch = 1u << 20;
+  held_payload_.fetch_sub(bytes);
   uint64_t total = pending_credit_.fetch_add(bytes) + bytes;
   if (total >= kCreditBatch || idle_.load()) flush_credit();
 }

@@ -251,6 +251,7 @@ class Session {
   // Asynchronous payload bytes of the request being served not yet given back by PayloadDone.
   uint64_t credit_left_ = 0;
   std::atomic<uint64_t> pending_credit_{0};  // given back, not yet told (payload_done)
+  std::atomic<uint64_t> held_payload_{0};    // asynchronous payload not yet given back
   std::atomic<bool> idle_{false};            // the dispatcher waits for a request
 };
 

@@ -59,9 +59,10 @@ TEST_P(Robust, TheMixThatOnceDeadlockedASessionCompletes) {
 // `copies` asynchronous copies of `kib` KiB queued behind 2 s of work on the same stream: the
 // session's resident memory peaks below `limit_mib`, and every copy lands in order.
 void flood(const Daemon& d, const char* transport, const char* copies, const char* kib,
-           long limit_mib) {
+           long limit_mib, const char* timeout = "10") {
   Env env = d.client_env();
   env["RGPU_TRANSPORT"] = transport;
+  env["RGPU_TIMEOUT"] = timeout;
   Child c = spawn({cuda_program("flood_async"), copies, kib}, env);
   std::atomic<long> peak{0};
   std::atomic<bool> stop{false};
@@ -94,6 +95,37 @@ TEST_P(Robust, AFloodOfSmallAsynchronousCopiesStaysBounded) {
   Daemon d;
   // 20000 copies of 48 KiB (940 MiB), each staged by the server as it is issued.
   flood(d, GetParam(), "20000", "48", 400);
+}
+
+// The client waits for its window longer than RGPU_TIMEOUT while the server's streams hold its
+// bytes behind 2 s of work: the server says it is busy, so the wait is not taken for a dead server.
+TEST_P(Robust, AClientWaitingForItsWindowIsNotTakenForGone) {
+  Daemon d;
+  flood(d, GetParam(), "200", "4096", 400, "1");
+}
+
+// The server stops while the client waits for its window: an error within RGPU_TIMEOUT.
+TEST_P(Robust, AStoppedServerFailsAClientWaitingForItsWindow) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  env["RGPU_TIMEOUT"] = "2";
+  Child c = spawn({cuda_program("flood_async"), "200", "4096"}, env);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the flood fills the window
+  std::ifstream children("/proc/" + std::to_string(d.pid()) + "/task/" + std::to_string(d.pid()) +
+                         "/children");
+  pid_t session = 0;
+  children >> session;
+  ASSERT_GT(session, 0);
+  kill(session, SIGSTOP);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string line;
+  bool ready = c.wait_line("ready", 20, &line);  // the copies fail fast once the link is gone
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  kill(session, SIGCONT);
+  c.kill_and_wait(SIGKILL);
+  EXPECT_TRUE(ready) << "the client still waits";
+  EXPECT_LT(waited, 2 + 3.0) << "the error took " << waited << " s";
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, Robust, ::testing::Values("tcp", "shm"));
