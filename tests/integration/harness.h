@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rgpu::test {
@@ -21,9 +22,16 @@ using Env = std::map<std::string, std::string>;
 Result run(const std::vector<std::string>& argv, const Env& env = {}, int timeout_s = 120);
 
 // A started child whose stdout can be read line by line.
+// Killed (SIGKILL) when it goes out of scope, so that a failed assertion leaves no process behind
+// holding the test's output open.
 struct Child {
   pid_t pid = -1;
   int out_fd = -1;
+  Child(pid_t p, int fd) : pid(p), out_fd(fd) {}
+  Child(Child&& o) noexcept : pid(std::exchange(o.pid, -1)), out_fd(std::exchange(o.out_fd, -1)) {}
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() { kill_and_wait(9); }
   // Reads stdout until a line starting with `prefix`; false on EOF or timeout.
   bool wait_line(const std::string& prefix, int timeout_s, std::string* line = nullptr);
   void kill_and_wait(int sig);
