@@ -96,26 +96,6 @@ int shm_raw_connect(uint16_t port, int seg_fd) {
   return s;
 }
 
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  while (dirent* e = d ? readdir(d) : nullptr) {
-    pid_t pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream st("/proc/" + std::string(e->d_name) + "/stat");
-    std::string line;
-    std::getline(st, line);
-    size_t rp = line.rfind(')');
-    if (rp == std::string::npos) continue;
-    char state;
-    int ppid = 0;
-    if (sscanf(line.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
-      out.push_back(pid);
-  }
-  if (d) closedir(d);
-  return out;
-}
-
 }  // namespace
 
 TEST(Hardening, MalformedShmClientsAreRefusedAndTheNextClientSeesAllMemory) {
@@ -294,7 +274,7 @@ TEST(Hardening, SigtermEndsAStoppedSessionWithinTheDeadline) {
   ASSERT_TRUE(holder.wait_line("holding", 60));
   int handshaking = tcp_connect(d.port());  // and one still in its handshake
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::vector<pid_t> sessions = children_of(d.pid());
+  std::vector<pid_t> sessions = live_children(d.pid());
   ASSERT_EQ(sessions.size(), 2u);
   for (pid_t p : sessions) kill(p, SIGSTOP);
   auto t0 = Clock::now();

@@ -1,5 +1,6 @@
 #include "tests/integration/harness.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -207,6 +208,31 @@ bool Daemon::wait_exit(int timeout_ms, int& status) {
 
 Env Daemon::client_env() const {
   return {{"RGPU_SERVERS", servers()}, {"LD_LIBRARY_PATH", RGPU_LIB_PATH}};
+}
+
+std::vector<pid_t> live_children(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* dir = opendir("/proc");
+  if (!dir) return out;
+  while (dirent* e = readdir(dir)) {
+    pid_t pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    // read(2), not a stream: a process that ends between open and read gives ESRCH.
+    int fd = open(("/proc/" + std::string(e->d_name) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = 0;
+    const char* rp = strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0;
+    if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
+      out.push_back(pid);
+  }
+  closedir(dir);
+  return out;
 }
 
 }  // namespace rgpu::test

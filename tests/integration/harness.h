@@ -62,4 +62,8 @@ class Daemon {
 
 std::string cuda_program(const std::string& name);
 
+// Live (not zombie) child processes of `parent`, e.g. rgpud's session processes. Processes that
+// end while /proc is read are skipped, never an error.
+std::vector<pid_t> live_children(pid_t parent);
+
 }  // namespace rgpu::test

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -33,37 +34,20 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Live child processes of `parent` (rgpud's session processes).
-std::set<pid_t> children_of(pid_t parent) {
-  std::set<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    pid_t pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos || close + 4 >= stat.size()) continue;
-    char state = stat[close + 2];
-    pid_t ppid = atoi(stat.c_str() + close + 4);
-    if (ppid == parent && state != 'Z') out.insert(pid);
-  }
-  closedir(d);
-  return out;
-}
-
 // The one session process of `d`, waiting up to 10 s for it to appear.
 pid_t session_of(const Daemon& d) {
   for (auto t0 = Clock::now(); since(t0) < 10;) {
-    auto c = children_of(d.pid());
+    auto c = live_children(d.pid());
     if (c.size() == 1) return *c.begin();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return -1;
 }
 
-bool gone(pid_t pid, pid_t parent) { return children_of(parent).count(pid) == 0; }
+bool gone(pid_t pid, pid_t parent) {
+  auto c = live_children(parent);
+  return std::find(c.begin(), c.end(), pid) == c.end();
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
