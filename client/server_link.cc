@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <fstream>
 
+#include "channel/handshake.h"
 #include "client/tls_link.h"
 #include "common/log.h"
 #include "common/spin.h"
 #include "common/strings.h"
-#include "proto/auth.h"
 #include "transport/shm/shm.h"
 #include "transport/tcp/tcp.h"
 
@@ -72,16 +72,10 @@ CudaError ServerLink::ensure_connected() {
 }
 
 bool ServerLink::read_frame(FrameHeader& h, std::vector<uint8_t>& body, bool idle) {
-  uint8_t raw[kHeaderSize];
-  if (idle) {
-    if (!conn_->recv_idle_or_eof(raw, sizeof raw)) return false;
-  } else {
-    conn_->recv(raw, sizeof raw);
-  }
+  if (!chan_->read_frame(h, body,
+                         idle ? channel::Channel::Wait::Idle : channel::Channel::Wait::Timed))
+    return false;
   note_life();
-  h = decode_header(raw);
-  body.resize(h.body_len);
-  if (h.body_len) conn_->recv(body.data(), body.size());
   return true;
 }
 
@@ -93,7 +87,7 @@ void ServerLink::recv_noting_life(const iovec* iov, int count) {
   auto flush = [&] {
     for (size_t i = 0; i < piece.size(); i += IOV_MAX) {
       int n = static_cast<int>(std::min<size_t>(IOV_MAX, piece.size() - i));
-      conn_->recv_all(piece.data() + i, n);
+      chan_->read_payload(piece.data() + i, n);
     }
     note_life();
     piece.clear();
@@ -119,6 +113,7 @@ CudaError ServerLink::connect_locked() {
   }
   tried_ = true;
   auto fail = [&](CudaError e) {
+    chan_.reset();
     conn_.reset();
     std::lock_guard<std::mutex> lock(mu_);
     return state_ = e;
@@ -177,47 +172,17 @@ CudaError ServerLink::connect_locked() {
     }
   }
   try {
+    chan_ = std::make_unique<channel::Channel>(*conn_);
     HelloReq hello;
     hello.arch = client_arch();
     hello.client_info = client_info();
     hello.timeout_ms = static_cast<uint32_t>(timeout_s_) * 1000u;
-    conn_->set_send_timeout(left_s());
-    send_frame(static_cast<uint16_t>(MsgId::Hello), 0, encode_message(hello), nullptr, 0);
-    FrameHeader rh;
-    std::vector<uint8_t> reply;
-    conn_->set_recv_timeout(left_s());
-    read_frame(rh, reply, false);
-    HelloRep rep;
-    std::string msg;
-    int32_t e = decode_reply(reply, rep, msg);
-    if (e != err::Success) {
-      LOG_ERROR("rgpud at %s refused the connection: %s", address().c_str(), msg.c_str());
-      return fail(e);
+    channel::HandshakeResult hs = channel::request_handshake(*chan_, hello, token_, left_s);
+    if (hs.error != err::Success) {
+      LOG_ERROR("rgpud at %s refused the connection: %s", address().c_str(), hs.message.c_str());
+      return fail(hs.error);
     }
-    if (rep.magic != kMagic || rep.version != kProtocolVersion) {
-      LOG_ERROR("rgpud at %s speaks rgpu protocol version %u, this library speaks version %u",
-                address().c_str(), rep.version, kProtocolVersion);
-      return fail(err::InsufficientDriver);
-    }
-    if (rep.auth_required) {
-      if (!token_) {
-        LOG_ERROR("rgpud at %s requires authentication: set RGPU_TOKEN to its token",
-                  address().c_str());
-        return fail(err::NotPermitted);
-      }
-      AuthReq auth;
-      auth.mac = auth_mac(*token_, rep.challenge);
-      conn_->set_send_timeout(left_s());
-      send_frame(static_cast<uint16_t>(MsgId::Auth), 0, encode_message(auth), nullptr, 0);
-      conn_->set_recv_timeout(left_s());
-      read_frame(rh, reply, false);
-      Empty ok;
-      e = decode_reply(reply, ok, msg);
-      if (e != err::Success) {
-        LOG_ERROR("rgpud at %s: %s", address().c_str(), msg.c_str());
-        return fail(err::NotPermitted);
-      }
-    }
+    const HelloRep& rep = hs.hello;
     hello_ =
         ServerHello{rep.gpu_count, rep.driver_version, rep.backend, rep.server_info, conn_->kind()};
     window_ = rep.payload_window;
@@ -302,21 +267,20 @@ void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, std::condition_v
   }
 }
 
-CudaError ServerLink::send_frame(uint16_t type, uint64_t id, const std::vector<uint8_t>& body,
-                                 const iovec* out, int n_out) {
-  uint64_t payload = 0;
-  for (int i = 0; i < n_out; ++i) payload += out[i].iov_len;
-  FrameHeader h{type, 0, static_cast<uint32_t>(body.size()), id, payload};
-  uint8_t raw[kHeaderSize];
-  encode_header(h, raw);
-  std::vector<iovec> v;
-  v.reserve(2 + n_out);
-  v.push_back({raw, sizeof raw});
-  v.push_back({const_cast<uint8_t*>(body.data()), body.size()});
-  v.insert(v.end(), out, out + n_out);
-  std::lock_guard<std::mutex> lock(send_mu_);
-  conn_->send_all(v.data(), static_cast<int>(v.size()));
+CudaError ServerLink::send_frame(uint16_t type, uint16_t flags, uint64_t id,
+                                 const std::vector<uint8_t>& body, const iovec* out, int n_out) {
+  chan_->send(type, flags, id, body, out, n_out);
   return err::Success;
+}
+
+bool ServerLink::server_knows(uint16_t type, const char* name) {
+  if (chan_->peer_knows(type)) return true;
+  // An older server: the call is refused here, once logged by name.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (unknown_logged_.insert(type).second)
+    LOG_WARN("rgpud at %s (%s) does not support %s: update the server", address().c_str(),
+             hello_.info.c_str(), name ? name : "this request");
+  return false;
 }
 
 CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
@@ -327,7 +291,8 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     std::lock_guard<std::mutex> lock(mu_);
     return state_;
   }
-  const uint64_t id = next_id_++;
+  if (!server_knows(type, name)) return err::NotSupported;
+  const uint64_t id = chan_->next_request_id();
   Pending p;
   p.decode = decode;
   p.rep = rep;
@@ -359,7 +324,7 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     async_out_ += bytes;
   }
   try {
-    send_frame(type, id, body, out, n_out);
+    send_frame(type, sync ? kFlagSync : 0, id, body, out, n_out);
   } catch (const std::exception& ex) {
     fail_link(ex.what());
     std::lock_guard<std::mutex> lock(mu_);
@@ -394,14 +359,15 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
 CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> body,
                                           std::vector<iovec> rows, uint64_t width) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
-  const uint64_t id = next_id_++;
+  if (!server_knows(type, msg_name(type))) return err::NotSupported;
+  const uint64_t id = chan_->next_request_id();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != err::Success) return state_;
     async_dst_[id] = AsyncDst{std::move(rows), width};
   }
   try {
-    send_frame(type, id, body, nullptr, 0);
+    send_frame(type, 0, id, body, nullptr, 0);
   } catch (const std::exception& ex) {
     fail_link(ex.what());
     return err::DevicesUnavailable;
@@ -430,7 +396,7 @@ CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<voi
     callbacks_[id] = std::move(fn);
   }
   try {
-    send_frame(static_cast<uint16_t>(MsgId::HostFunc), next_id_++,
+    send_frame(static_cast<uint16_t>(MsgId::HostFunc), 0, chan_->next_request_id(),
                encode_message(HostFuncReq{gpu, stream, id}), nullptr, 0);
   } catch (const std::exception& ex) {
     fail_link(ex.what());
@@ -464,12 +430,7 @@ void ServerLink::receive_loop() {
             throw ProtoError("reply payload does not match the request");
           recv_noting_life(p->in, p->n_in);
         }
-        if (h.flags & kFlagTrailer) {
-          uint8_t t[4];
-          conn_->recv(t, 4);
-          Reader tr(t, 4);
-          e = tr.get<int32_t>();
-        }
+        if (h.flags & kFlagTrailer) e = chan_->read_trailer();
         bool wake;
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -523,9 +484,24 @@ void ServerLink::receive_loop() {
           cb_cv_.notify_one();
           break;
         }
-        default:
+        default: {
+          // A frame this library does not know (a newer server): skipped, logged once.
+          Direction d;
+          Mode m;
+          Payload pl;
+          if (!push_info(h.type, &d) && !msg_info(h.type, &m, &pl)) {
+            chan_->skip_rest(h);
+            std::lock_guard<std::mutex> lock(mu_);
+            if (unknown_logged_.insert(h.type).second)
+              LOG_INFO(
+                  "rgpud at %s sent a frame of type 0x%04x this library does not know; "
+                  "skipped",
+                  address().c_str(), h.type);
+            break;
+          }
           throw ProtoError("unexpected frame from the server (type " + std::to_string(h.type) +
                            ')');
+        }
       }
     }
   } catch (const std::exception& ex) {
@@ -562,7 +538,7 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
     std::vector<char> sink(std::min<uint64_t>(h.payload_len, 1 << 20));
     for (uint64_t left = h.payload_len; left;) {
       uint64_t n = std::min<uint64_t>(left, sink.size());
-      conn_->recv(sink.data(), n);
+      chan_->skip(n);
       note_life();
       left -= n;
     }
@@ -583,7 +559,7 @@ void ServerLink::callback_loop() {
     }
     job.second();
     try {
-      send_frame(static_cast<uint16_t>(MsgId::CallbackDone), next_id_++,
+      send_frame(static_cast<uint16_t>(MsgId::CallbackDone), 0, chan_->next_request_id(),
                  encode_message(CallbackDoneReq{job.first}), nullptr, 0);
     } catch (const std::exception& ex) {
       fail_link(ex.what());

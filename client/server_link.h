@@ -24,10 +24,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "channel/channel.h"
 #include "client/config.h"
 #include "common/cuda_errors.h"
 #include "proto/frame.h"
@@ -108,8 +110,11 @@ class ServerLink {
                      void* rep);
   CudaError transact_async_data(uint16_t type, std::vector<uint8_t> body, std::vector<iovec> rows,
                                 uint64_t width);
-  CudaError send_frame(uint16_t type, uint64_t id, const std::vector<uint8_t>& body,
-                       const iovec* out, int n_out);
+  CudaError send_frame(uint16_t type, uint16_t flags, uint64_t id,
+                       const std::vector<uint8_t>& body, const iovec* out, int n_out);
+  // False (logged once by name) when the server did not list `type` in its handshake: an older
+  // server, which the call must not reach.
+  bool server_knows(uint16_t type, const char* name);
   CudaError connect_locked();
   void fail_link(const std::string& why);
   // Reads a frame's header and body; `idle`: the wait for the header has no deadline.  False when
@@ -134,14 +139,13 @@ class ServerLink {
   const int timeout_s_;                 // RGPU_TIMEOUT (0: none)
   std::atomic<int64_t> last_rx_ns_{0};  // steady clock: when something last arrived
   std::unique_ptr<transport::Connection> conn_;
+  std::unique_ptr<channel::Channel> chan_;  // framing, request ids, what the server knows
   ServerHello hello_;
-  std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> next_object_{1};
 
   std::mutex connect_mu_;
   bool tried_ = false;
   std::atomic<bool> connected_{false};  // handshake done (later failures: state_)
-  std::mutex send_mu_;
   std::mutex fd_mu_;  // a descriptor and the request that names it go out together
 
   // Shared with the receiver thread.
@@ -160,6 +164,7 @@ class ServerLink {
   std::map<uint64_t, AsyncDst> async_dst_;
   std::map<uint64_t, std::function<void()>> callbacks_;
   std::deque<std::pair<uint64_t, std::function<void()>>> to_run_;
+  std::set<uint16_t> unknown_logged_;  // frame types already logged as unknown (either way)
   std::thread receiver_, callback_thread_;
 };
 

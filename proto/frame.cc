@@ -1,5 +1,7 @@
 #include "proto/frame.h"
 
+#include <algorithm>
+
 namespace rgpu::proto {
 
 void encode_header(const FrameHeader& h, uint8_t out[kHeaderSize]) {
@@ -22,7 +24,7 @@ FrameHeader decode_header(const uint8_t in[kHeaderSize]) {
   h.body_len = r.get<uint32_t>();
   h.request_id = r.get<uint64_t>();
   h.payload_len = r.get<uint64_t>();
-  if (h.flags & ~(kFlagReply | kFlagTrailer)) throw ProtoError("unknown frame flags");
+  if (h.flags & ~(kFlagReply | kFlagTrailer | kFlagSync)) throw ProtoError("unknown frame flags");
   if (h.body_len > kMaxBody) throw ProtoError("frame body larger than the limit");
   if (h.payload_len > kMaxPayload) throw ProtoError("frame payload larger than the limit");
   return h;
@@ -41,20 +43,12 @@ const char* msg_name(uint16_t id) {
 #define RGPU_MSG(NAME, ID, MODE, PAYLOAD) \
   case ID:                                \
     return #NAME;
+#define RGPU_PUSH(NAME, ID, DIRECTION) \
+  case ID:                             \
+    return #NAME;
 #include "proto/catalogue.def"
 #undef RGPU_MSG
-    case static_cast<uint16_t>(MsgId::AsyncError):
-      return "AsyncError";
-    case static_cast<uint16_t>(MsgId::DeviceOutput):
-      return "DeviceOutput";
-    case static_cast<uint16_t>(MsgId::AsyncData):
-      return "AsyncData";
-    case static_cast<uint16_t>(MsgId::RunCallback):
-      return "RunCallback";
-    case static_cast<uint16_t>(MsgId::PayloadDone):
-      return "PayloadDone";
-    case static_cast<uint16_t>(MsgId::Heartbeat):
-      return "Heartbeat";
+#undef RGPU_PUSH
   }
   return nullptr;
 }
@@ -70,6 +64,33 @@ bool msg_info(uint16_t id, Mode* mode, Payload* payload) {
 #undef RGPU_MSG
   }
   return false;
+}
+
+bool push_info(uint16_t id, Direction* direction) {
+  switch (id) {
+#define RGPU_PUSH(NAME, ID, DIRECTION) \
+  case ID:                             \
+    *direction = Direction::DIRECTION; \
+    return true;
+#include "proto/catalogue.def"
+#undef RGPU_PUSH
+  }
+  return false;
+}
+
+const std::vector<uint16_t>& known_ids() {
+  static const std::vector<uint16_t> ids = [] {
+    std::vector<uint16_t> v = {
+#define RGPU_MSG(NAME, ID, MODE, PAYLOAD) ID,
+#define RGPU_PUSH(NAME, ID, DIRECTION) ID,
+#include "proto/catalogue.def"
+#undef RGPU_MSG
+#undef RGPU_PUSH
+    };
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return ids;
 }
 
 }  // namespace rgpu::proto

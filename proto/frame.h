@@ -3,7 +3,7 @@
 // 4-byte trailing status (the copy may fail after its first bytes went out).
 //
 //   off 0  u16 type         message id (proto/catalogue.def), or AsyncError
-//   off 2  u16 flags        kFlagReply: this answers request `request_id`
+//   off 2  u16 flags        kFlagReply: this answers request `request_id`; kFlagTrailer; kFlagSync
 //   off 4  u32 body_len     <= kMaxBody
 //   off 8  u64 request_id   chosen by the client, increasing
 //   off 16 u64 payload_len  must equal what the message's fields say (payload_bytes())
@@ -23,6 +23,10 @@ namespace rgpu::proto {
 constexpr size_t kHeaderSize = 24;
 constexpr uint16_t kFlagReply = 0x1;
 constexpr uint16_t kFlagTrailer = 0x2;  // a 4-byte i32 status follows the payload
+// A request whose sender waits for the reply.  The catalogue says so for every message this side
+// knows; the flag lets a peer that does not know the message answer it the right way (an error
+// reply, or an AsyncError) instead of dropping the connection.
+constexpr uint16_t kFlagSync = 0x4;
 constexpr uint64_t kMaxPayload = 1ull << 40;
 
 struct FrameHeader {

@@ -16,7 +16,9 @@
 namespace rgpu::proto {
 
 constexpr uint32_t kMagic = 0x55504752;  // "RGPU" little-endian
-constexpr uint32_t kProtocolVersion = 3;
+// The framing and handshake generation.  Messages are not versioned by it: a new or changed
+// message takes a new id, and the handshake's `known` lists say which ids each side has.
+constexpr uint32_t kProtocolVersion = 4;
 
 enum class Mode : uint8_t { Sync, Async };
 enum class Payload : uint8_t { None, In, Out };
@@ -38,7 +40,10 @@ struct HelloReq {
   // the server sends Heartbeat frames often enough that a live server is never taken for a dead
   // one (every timeout_ms / 4, between 100 ms and 1 s; every 1 s when 0).
   uint32_t timeout_ms = 0;
-  RGPU_FIELDS(magic, version, arch, client_info, timeout_ms)
+  // Every message id this side knows: requests it may send and frames it understands unasked.
+  std::vector<uint16_t> known;
+  // Later protocol versions may add fields here, at the end (decode_message_prefix).
+  RGPU_FIELDS(magic, version, arch, client_info, timeout_ms, known)
 };
 struct HelloRep {
   uint32_t magic = kMagic;
@@ -52,8 +57,11 @@ struct HelloRep {
   // Bytes of asynchronous host-to-device payload the client may have outstanding (sent, not yet
   // given back by PayloadDone): the server's page-locked payload budget.
   uint64_t payload_window = 0;
+  // Every message id the server knows: requests it serves and frames it may send unasked.  The
+  // client answers a request the server does not know with cudaErrorNotSupported itself.
+  std::vector<uint16_t> known;
   RGPU_FIELDS(magic, version, auth_required, challenge, gpu_count, driver_version, backend,
-              server_info, payload_window)
+              server_info, payload_window, known)
 };
 struct AuthReq {
   std::array<uint8_t, 32> mac{};  // HMAC-SHA256(token, "rgpu-auth-v1" || challenge)
@@ -491,15 +499,13 @@ struct PayloadDoneMsg {
 // --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {
 #define RGPU_MSG(name, id, mode, payload) name = id,
+#define RGPU_PUSH(name, id, direction) name = id,
 #include "proto/catalogue.def"
 #undef RGPU_MSG
-  AsyncError = 0x0004,
-  DeviceOutput = 0x0005,
-  AsyncData = 0x0006,
-  RunCallback = 0x0007,
-  Heartbeat = 0x0008,
-  PayloadDone = 0x0009,
+#undef RGPU_PUSH
 };
+// Who sends a frame that goes unasked.
+enum class Direction : uint8_t { ToRequester, ToServer };
 
 #define RGPU_MSG(NAME, ID, MODE, PAYLOAD)                \
   struct NAME##Msg {                                     \
@@ -513,9 +519,13 @@ enum class MsgId : uint16_t {
 #include "proto/catalogue.def"
 #undef RGPU_MSG
 
-// Name of a message type, or nullptr when the id is not in the catalogue.
+// Name of a frame type (request or pushed), or nullptr when the id is not in the catalogue.
 const char* msg_name(uint16_t id);
-// Looks up a message's properties; false when the id is not in the catalogue.
+// Looks up a request's properties; false when the id is not a request of the catalogue.
 bool msg_info(uint16_t id, Mode* mode, Payload* payload);
+// Looks up a pushed frame's direction; false when the id is not one.
+bool push_info(uint16_t id, Direction* direction);
+// Every id of the catalogue (requests and pushed frames), ascending: what this build knows.
+const std::vector<uint16_t>& known_ids();
 
 }  // namespace rgpu::proto

@@ -213,4 +213,14 @@ T decode_message(const uint8_t* p, size_t n) {
   return msg;
 }
 
+// For the handshake's messages only (Hello and its reply), which may gain fields at their end in
+// later versions: the fields this side knows are decoded, later ones ignored.
+template <class T>
+T decode_message_prefix(const uint8_t* p, size_t n) {
+  T msg{};
+  Reader r(p, n);
+  decode_fields(r, msg);
+  return msg;
+}
+
 }  // namespace rgpu::proto

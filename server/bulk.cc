@@ -150,9 +150,7 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
                 static_cast<uint16_t>(kFlagReply | (total ? kFlagTrailer : 0)),
                 static_cast<uint32_t>(body.size()), current_->header.request_id, total};
   OutItem head;
-  head.head.resize(kHeaderSize);
-  encode_header(h, head.head.data());
-  head.head.insert(head.head.end(), body.begin(), body.end());
+  head.head = channel::Channel::encode_head(h.type, h.flags, h.request_id, body, h.payload_len);
   reply_sent_ = true;
   if (!total) {
     outbox_.push(std::move(head), Outbox::Block::IfFull);
@@ -199,9 +197,7 @@ Status Session::read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uin
       FrameHeader h{static_cast<uint16_t>(MsgId::AsyncData), 0, static_cast<uint32_t>(body.size()),
                     id, size};
       OutItem item;
-      item.head.resize(kHeaderSize);
-      encode_header(h, item.head.data());
-      item.head.insert(item.head.end(), body.begin(), body.end());
+      item.head = channel::Channel::encode_head(h.type, h.flags, h.request_id, body, h.payload_len);
       item.payload.push_back({buf, size});
       item.release = [this, buf] { async_pool_.release(buf); };
       outbox_.push(std::move(item));

@@ -1,4 +1,5 @@
-// The server's half of the handshake (Hello, version check, shm peer check, token challenge),
+// rgpud's side of the handshake: its policy (the shm peer check, admission) on the channel
+// layer's exchange (Hello, version check, token challenge),
 // shared by Session and the daemon's session processes.  The daemon runs it before anything is
 // spent on the client (no executor, no GPU context, no ledger slot); the daemon also bounds how
 // long it may take (server/daemon.cc), since a per-read timeout alone can be extended by a peer
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "proto/messages.h"
 #include "transport/connection.h"
 
 namespace rgpu::server {
@@ -28,9 +30,10 @@ struct HandshakeConfig {
 
 // True when the client is authenticated and admitted; false when it was refused (it got a reply
 // saying why) or left.  Throws ProtoError / TransportError on malformed input or a broken link.
-// `client_timeout_ms` (may be null) receives the timeout the client announced in Hello.
+// `hello` (may be null) receives the client's Hello (its timeout, the messages it knows).
+// The exchange itself is the channel layer's (channel/handshake.h); this is rgpud's policy.
 bool server_handshake(transport::Connection& conn, const HandshakeConfig& config,
-                      uint32_t* client_timeout_ms = nullptr);
+                      proto::HelloReq* hello = nullptr);
 
 // What --max-sessions-per-user counts by: "uid N" for a shared-memory client (the kernel's word),
 // "address A" (the peer's IP address, without port) for TCP.

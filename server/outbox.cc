@@ -14,8 +14,8 @@ size_t item_bytes(const OutItem& item) {
 }
 }  // namespace
 
-Outbox::Outbox(transport::Connection& conn, size_t max_bytes)
-    : conn_(conn), max_bytes_(max_bytes) {}
+Outbox::Outbox(channel::Channel& channel, size_t max_bytes)
+    : channel_(channel), conn_(channel.connection()), max_bytes_(max_bytes) {}
 
 Outbox::~Outbox() { stop(); }
 
@@ -153,17 +153,8 @@ void Outbox::send(OutItem& item) {
   }
   if (!broken) {
     try {
-      std::vector<iovec> v;
-      v.reserve(item.payload.size() + 2);
-      v.push_back({item.head.data(), item.head.size()});
-      v.insert(v.end(), item.payload.begin(), item.payload.end());
-      uint8_t t[4];
-      if (item.trailer) {
-        uint32_t u = static_cast<uint32_t>(*item.trailer);
-        for (int i = 0; i < 4; ++i) t[i] = static_cast<uint8_t>(u >> (8 * i));
-        v.push_back({t, 4});
-      }
-      conn_.send_all(v.data(), static_cast<int>(v.size()));
+      channel_.send_encoded(item.head, item.payload.data(), static_cast<int>(item.payload.size()),
+                            item.trailer);
     } catch (const std::exception& e) {
       auto* te = dynamic_cast<const transport::TransportError*>(&e);
       if (te && te->timed_out)

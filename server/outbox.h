@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "transport/connection.h"
+#include "channel/channel.h"
 
 namespace rgpu::server {
 
 struct OutItem {
-  std::vector<uint8_t> head;       // encoded frame header + body
+  std::vector<uint8_t> head;       // encoded frame header + body (Channel::encode_head)
   std::vector<iovec> payload;      // bytes that follow (may point into pooled buffers)
   std::optional<int32_t> trailer;  // trailing status after the payload
   std::function<void()> release;   // called once the bytes are gone (or dropped)
@@ -42,7 +42,7 @@ class Outbox {
   // never wait (CUDA stream callbacks, host functions).
   enum class Block { Never, IfFull };
 
-  explicit Outbox(transport::Connection& conn, size_t max_bytes = 64u << 20);
+  explicit Outbox(channel::Channel& channel, size_t max_bytes = 64u << 20);
   ~Outbox();
   // Before start(): every `interval` without anything sent, the writer asks `make` for an item
   // (a heartbeat while the session is busy; nothing when it is idle).  `make` must not block.
@@ -65,6 +65,7 @@ class Outbox {
   bool next(std::unique_lock<std::mutex>& lock, OutItem& item);
   void send(OutItem& item);
   void sent();  // after send(): the item is gone, room for producers
+  channel::Channel& channel_;
   transport::Connection& conn_;
   const size_t max_bytes_;
   std::chrono::milliseconds heartbeat_interval_{0};

@@ -26,11 +26,8 @@ namespace {
 Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
 
 OutItem make_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body) {
-  FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, 0};
   OutItem item;
-  item.head.resize(kHeaderSize);
-  encode_header(h, item.head.data());
-  item.head.insert(item.head.end(), body.begin(), body.end());
+  item.head = channel::Channel::encode_head(type, flags, id, body);
   return item;
 }
 
@@ -40,7 +37,8 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
     : conn_(conn),
       exec_(exec),
       config_(std::move(config)),
-      outbox_(conn, config_.outbox_bytes),
+      channel_(conn),
+      outbox_(channel_, config_.outbox_bytes),
       in_pool_(exec, config_.payload_bytes, config_.payload_limit, config_.payload_spill),
       pool_(exec, config_.staging_bytes, config_.staging_limit),
       async_pool_(exec, config_.staging_bytes, config_.staging_limit),
@@ -81,6 +79,7 @@ void Session::run() {
     return make_frame(static_cast<uint16_t>(MsgId::Heartbeat), 0, 0,
                       encode_message(HeartbeatMsg{n}));
   });
+  if (!config_.client_known.empty()) channel_.set_peer_known(config_.client_known);
   outbox_.start();
   host_work_.start();
   in_pool_.top_up(4);  // the first payloads land in page-locked memory
@@ -104,9 +103,10 @@ bool Session::handshake() {
     HandshakeConfig hc{config_.token,          config_.server_info, exec_.device_count(),
                        exec_.driver_version(), exec_.name(),        nullptr,
                        payload_window(config_)};
-    uint32_t timeout_ms = 0;
-    if (!server_handshake(conn_, hc, &timeout_ms)) return false;
-    config_.client_timeout_ms = timeout_ms;
+    HelloReq hello;
+    if (!server_handshake(conn_, hc, &hello)) return false;
+    config_.client_timeout_ms = hello.timeout_ms;
+    config_.client_known = hello.known;
   }
   // Heartbeats every quarter of the client's timeout (100 ms .. 1 s).
   const uint32_t t = config_.client_timeout_ms;
@@ -125,16 +125,12 @@ bool Session::handshake() {
 void Session::read_loop() {
   try {
     for (;;) {
-      uint8_t raw[kHeaderSize];
-      if (!conn_.recv_idle_or_eof(raw, sizeof raw)) {
+      Request r;
+      if (!channel_.read_frame(r.header, r.body, channel::Channel::Wait::Idle)) {
         LOG_INFO("client %s disconnected", conn_.peer().c_str());
         return;
       }
-      Request r;
-      r.header = decode_header(raw);
       if (r.header.flags & kFlagReply) throw ProtoError("client sent a reply frame");
-      r.body.resize(r.header.body_len);
-      if (r.header.body_len) conn_.recv(r.body.data(), r.body.size());
       if (r.header.type == static_cast<uint16_t>(MsgId::CallbackDone)) {
         // Answered here, never behind the dispatcher: a stream may be waiting for it.
         if (r.header.payload_len) throw ProtoError("CallbackDone with a payload");
@@ -149,8 +145,17 @@ void Session::read_loop() {
       }
       Mode mode;
       Payload direction;
-      if (!msg_info(r.header.type, &mode, &direction))
-        throw ProtoError("unknown message type " + std::to_string(r.header.type));
+      if (!msg_info(r.header.type, &mode, &direction)) {
+        // A request this server does not know (a newer client): its bytes are skipped and the
+        // dispatcher answers it cudaErrorNotSupported in turn; the connection lives on.
+        channel_.skip_rest(r.header);
+        r.header.payload_len = 0;
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        queue_.push_back(std::move(r));
+        queued_.store(queue_.size(), std::memory_order_release);
+        queue_cv_.notify_one();
+        continue;
+      }
       if (direction != Payload::In && r.header.payload_len)
         throw ProtoError("payload on a message that takes none");
       std::shared_ptr<PayloadStream> payload;
@@ -259,7 +264,21 @@ void Session::serve(Request& r) {
 #include "proto/catalogue.def"
 #undef RGPU_MSG
   }
-  throw ProtoError("unknown message type " + std::to_string(r.header.type));
+  not_supported(r.header);
+}
+
+void Session::not_supported(const FrameHeader& h) {
+  char type[16];
+  snprintf(type, sizeof type, "0x%04x", h.type);
+  std::string what = "this server (" + config_.server_info + ") does not know request type " +
+                     type + " (a newer client?)";
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true)) LOG_WARN("client %s: %s", conn_.peer().c_str(), what.c_str());
+  Status s = Status::fail(err::NotSupported, what);
+  if (h.flags & kFlagSync)
+    push_error(h, s);
+  else
+    push_async_error(h.request_id, h.type, s);
 }
 
 template <class M>

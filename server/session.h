@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "channel/channel.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
 #include "server/allocation_table.h"
@@ -57,6 +58,7 @@ struct SessionConfig {
   // the session ends.  An idle client between requests is never timed out.
   int client_timeout_s = 30;
   uint32_t client_timeout_ms = 0;   // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
+  std::vector<uint16_t> client_known{};  // the message ids the client knows (Hello)
   size_t outbox_bytes = 64u << 20;  // bytes queued for the client before the dispatcher waits
 };
 
@@ -84,6 +86,9 @@ class Session {
   void read_loop();
   void dispatch_loop();
   void serve(Request& r);
+  // Answers a request this server does not know: cudaErrorNotSupported, as a reply when the
+  // client waits for one (kFlagSync), else as an AsyncError.
+  void not_supported(const proto::FrameHeader& h);
   template <class M>
   void dispatch(Request& r);
 
@@ -178,6 +183,7 @@ class Session {
   transport::Connection& conn_;
   backend::Executor& exec_;
   SessionConfig config_;
+  channel::Channel channel_;  // framing for everything the session reads and sends
   Outbox outbox_;
   // Two pools: the reader's (payloads; it never calls the backend, or it could not read the
   // CallbackDone a stream is waiting for) and the dispatcher's (device-to-host data; bounded, it

@@ -61,7 +61,10 @@ void run_session_process(const SessionProcessConfig& cfg,
                      [&] { return ask_daemon(control, identity); },
                      payload_window(sc)};
   try {
-    if (!server_handshake(*conn, hc, &sc.client_timeout_ms)) _exit(0);
+    proto::HelloReq hello;
+    if (!server_handshake(*conn, hc, &hello)) _exit(0);
+    sc.client_timeout_ms = hello.timeout_ms;
+    sc.client_known = hello.known;
   } catch (const std::exception& e) {
     LOG_WARN("handshake with %s failed: %s", conn->peer().c_str(), e.what());
     _exit(0);

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "channel/channel.h"
 #include "common/cuda_errors.h"
 #include "common/log.h"
 #include "proto/frame.h"
@@ -20,18 +21,12 @@ void refuse_plain_client(transport::Connection& conn) {
   LOG_WARN("refusing %s: a client without TLS", conn.peer().c_str());
   try {
     conn.set_recv_timeout(kTlsHandshakeSec);
-    uint8_t raw[kHeaderSize];
-    conn.recv(raw, sizeof raw);
-    FrameHeader h = decode_header(raw);
+    channel::Channel ch(conn);
+    FrameHeader h;
+    std::vector<uint8_t> body;
+    ch.read_frame(h, body, channel::Channel::Wait::Timed);
     if (h.type != static_cast<uint16_t>(MsgId::Hello) || h.payload_len != 0) return;
-    std::vector<uint8_t> body(h.body_len);
-    if (!body.empty()) conn.recv(body.data(), body.size());
-    std::vector<uint8_t> reply = encode_error_reply(err::NotPermitted, msg);
-    FrameHeader rh{h.type, kFlagReply, static_cast<uint32_t>(reply.size()), h.request_id, 0};
-    uint8_t rraw[kHeaderSize];
-    encode_header(rh, rraw);
-    iovec v[2] = {{rraw, sizeof rraw}, {reply.data(), reply.size()}};
-    conn.send_all(v, 2);
+    ch.send(h.type, kFlagReply, h.request_id, encode_error_reply(err::NotPermitted, msg));
   } catch (const std::exception& e) {
     LOG_INFO("client %s: %s", conn.peer().c_str(), e.what());
   }

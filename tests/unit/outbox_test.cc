@@ -57,7 +57,8 @@ size_t drain(transport::Connection& c, int ms) {
 TEST(Outbox, HeartbeatsGoOutOnlyWhileBusy) {
   Link l;
   std::atomic<bool> busy{false};
-  server::Outbox out(*l.server);
+  channel::Channel ch(*l.server);
+  server::Outbox out(ch);
   out.set_heartbeat(std::chrono::milliseconds(100), [&]() -> std::optional<server::OutItem> {
     if (!busy) return std::nullopt;
     return beat_item();
@@ -77,7 +78,8 @@ TEST(Outbox, HeartbeatsGoOutOnlyWhileBusy) {
 TEST(Outbox, AFullQueueHoldsProducersUntilAStalledClientTimesOut) {
   Link l;
   l.server->set_send_timeout(1);
-  server::Outbox out(*l.server, 1 << 20);
+  channel::Channel ch(*l.server);
+  server::Outbox out(ch, 1 << 20);
   out.start();
   static std::vector<uint8_t> big(8 << 20, 'x');
   int released = 0;

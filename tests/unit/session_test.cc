@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "backend/host/host_executor.h"
@@ -39,8 +40,8 @@ class SessionTest : public ::testing::Test {
 
   void send(uint16_t type, const std::vector<uint8_t>& body, uint64_t id,
             const void* payload = nullptr, uint64_t payload_len = 0,
-            uint64_t claimed = UINT64_MAX) {
-    FrameHeader h{type, 0, static_cast<uint32_t>(body.size()), id,
+            uint64_t claimed = UINT64_MAX, uint16_t flags = 0) {
+    FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id,
                   claimed == UINT64_MAX ? payload_len : claimed};
     uint8_t raw[kHeaderSize];
     encode_header(h, raw);
@@ -231,11 +232,45 @@ TEST_F(SessionTest, PayloadLengthMustMatchTheFields) {
   EXPECT_TRUE(closed_by_server());
 }
 
-TEST_F(SessionTest, UnknownMessageTypeClosesTheConnection) {
+TEST_F(SessionTest, TheHandshakeListsTheMessagesTheServerKnows) {
+  start();
+  send_req<HelloMsg>(HelloReq{}, 1);
+  HelloRep rep;
+  std::string msg;
+  ASSERT_EQ(reply(rep, msg), 0) << msg;
+  EXPECT_EQ(rep.known, known_ids());
+  for (uint16_t id : {0x0200, 0x0302, 0x0009}) {  // Malloc, Launch, PayloadDone
+    EXPECT_NE(std::find(rep.known.begin(), rep.known.end(), id), rep.known.end()) << id;
+  }
+}
+
+// A newer client's request this server does not know: answered cudaErrorNotSupported (a reply when
+// the client waits, an AsyncError when not), its payload skipped, and the connection lives on.
+TEST_F(SessionTest, AnUnknownRequestIsAnsweredNotSupportedAndTheConnectionLivesOn) {
   start();
   handshake();
-  send(0x7777, {}, 2);
-  EXPECT_TRUE(closed_by_server());
+  std::vector<char> data(300000, 'x');  // more than a socket buffer: it must be skipped
+  send(0x7777, {1, 2, 3}, 2, data.data(), data.size(), UINT64_MAX, kFlagSync);
+  std::vector<uint8_t> body;
+  FrameHeader h = read(body);
+  EXPECT_EQ(h.type, 0x7777);
+  EXPECT_TRUE(h.flags & kFlagReply);
+  EXPECT_EQ(h.request_id, 2u);
+  Empty none;
+  std::string msg;
+  EXPECT_EQ(decode_reply(body, none, msg), err::NotSupported);
+  EXPECT_NE(msg.find("0x7777"), std::string::npos) << msg;
+
+  send(0x7778, {}, 3);  // asynchronous: no reply, an AsyncError
+  h = read(body);
+  ASSERT_EQ(h.type, static_cast<uint16_t>(MsgId::AsyncError));
+  AsyncErrorMsg ae = decode_message<AsyncErrorMsg>(body.data(), body.size());
+  EXPECT_EQ(ae.request_id, 3u);
+  EXPECT_EQ(ae.error, err::NotSupported);
+
+  send_req<PingMsg>(PingReq{}, 4);
+  PingRep pong;
+  EXPECT_EQ(reply(pong, msg), 0) << msg;
 }
 
 TEST_F(SessionTest, EndOfSessionReleasesEverything) {
