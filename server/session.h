@@ -92,55 +92,14 @@ class Session {
   template <class M>
   void dispatch(Request& r);
 
-  // Handlers, one per catalogue message (tagged by its Msg type).
-  Status on(proto::PingMsg, const proto::PingReq&, proto::PingRep&);
-  Status on(proto::GetDeviceInfoMsg, const proto::DeviceReq&, proto::GetDeviceInfoRep&);
-  Status on(proto::DeviceSynchronizeMsg, const proto::DeviceReq&, proto::Empty&);
-  Status on(proto::DeviceResetMsg, const proto::DeviceReq&, proto::Empty&);
-  Status on(proto::MemGetInfoMsg, const proto::DeviceReq&, proto::MemGetInfoRep&);
-  Status on(proto::MallocMsg, const proto::MallocReq&, proto::MallocRep&);
-  Status on(proto::FreeMsg, const proto::FreeReq&, proto::Empty&);
-  Status on(proto::MemcpyHtoDMsg, const proto::MemcpyHtoDReq&, proto::Empty&);
-  Status on(proto::MemcpyDtoHMsg, const proto::MemcpyDtoHReq&, proto::Empty&);
-  Status on(proto::MemcpyDtoDMsg, const proto::MemcpyDtoDReq&, proto::Empty&);
-  Status on(proto::MemsetMsg, const proto::MemsetReq&, proto::Empty&);
-  Status on(proto::Memcpy2DHtoDMsg, const proto::Memcpy2DHtoDReq&, proto::Empty&);
-  Status on(proto::Memcpy2DDtoHMsg, const proto::Memcpy2DDtoHReq&, proto::Empty&);
-  Status on(proto::Memcpy2DDtoDMsg, const proto::Memcpy2DDtoDReq&, proto::Empty&);
-  Status on(proto::MemcpyHtoDAsyncMsg, const proto::MemcpyHtoDAsyncReq&, proto::Empty&);
-  Status on(proto::MemcpyDtoHAsyncMsg, const proto::MemcpyDtoHAsyncReq&, proto::Empty&);
-  Status on(proto::MemcpyPeerMsg, const proto::MemcpyPeerReq&, proto::Empty&);
-  Status on(proto::DeviceCanAccessPeerMsg, const proto::PeerReq&, proto::DeviceCanAccessPeerRep&);
-  Status on(proto::DeviceEnablePeerMsg, const proto::PeerReq&, proto::Empty&);
-  Status on(proto::ModuleLookupMsg, const proto::ModuleLookupReq&, proto::ModuleRep&);
-  Status on(proto::ModuleLoadMsg, const proto::ModuleLoadReq&, proto::ModuleRep&);
-  Status on(proto::LaunchMsg, const proto::LaunchReq&, proto::Empty&);
-  Status on(proto::FuncGetAttributesMsg, const proto::FuncReq&, proto::FuncGetAttributesRep&);
-  Status on(proto::FuncSetAttributeMsg, const proto::FuncSetAttributeReq&, proto::Empty&);
-  Status on(proto::FuncSetCacheConfigMsg, const proto::FuncSetCacheConfigReq&, proto::Empty&);
-  Status on(proto::OccupancyMsg, const proto::OccupancyReq&, proto::OccupancyRep&);
-  Status on(proto::StreamCreateMsg, const proto::StreamCreateReq&, proto::Empty&);
-  Status on(proto::StreamDestroyMsg, const proto::ObjectReq&, proto::Empty&);
-  Status on(proto::StreamSynchronizeMsg, const proto::ObjectReq&, proto::Empty&);
-  Status on(proto::StreamQueryMsg, const proto::ObjectReq&, proto::Empty&);
-  Status on(proto::StreamWaitEventMsg, const proto::StreamWaitEventReq&, proto::Empty&);
-  Status on(proto::StreamPriorityRangeMsg, const proto::DeviceReq&, proto::StreamPriorityRangeRep&);
-  Status on(proto::EventCreateMsg, const proto::EventCreateReq&, proto::Empty&);
-  Status on(proto::EventDestroyMsg, const proto::ObjectReq&, proto::Empty&);
-  Status on(proto::EventRecordMsg, const proto::EventRecordReq&, proto::Empty&);
-  Status on(proto::EventQueryMsg, const proto::ObjectReq&, proto::Empty&);
-  Status on(proto::EventSynchronizeMsg, const proto::ObjectReq&, proto::Empty&);
-  Status on(proto::EventElapsedMsg, const proto::EventElapsedReq&, proto::EventElapsedRep&);
-  Status on(proto::HostFuncMsg, const proto::HostFuncReq&, proto::Empty&);
-  Status on(proto::CallbackDoneMsg, const proto::CallbackDoneReq&, proto::Empty&);
-  Status on(proto::HostShmRegisterMsg, const proto::HostShmRegisterReq&, proto::Empty&);
-  Status on(proto::HostShmUnregisterMsg, const proto::HostShmUnregisterReq&, proto::Empty&);
-  Status on(proto::MemcpyShmMsg, const proto::MemcpyShmReq&, proto::Empty&);
-  Status on(proto::MemcpyShmAsyncMsg, const proto::MemcpyShmReq&, proto::Empty&);
-  Status copy_shm(const proto::MemcpyShmReq& q, bool async);
+  // Handlers, one per catalogue request (tagged by its Msg type), declared from the catalogue;
+  // each is defined in the file of its concern (session.cc, bulk.cc, modules.cc, streams.cc).
   // Handshake messages arriving after the handshake are protocol errors.
-  Status on(proto::HelloMsg, const proto::HelloReq&, proto::HelloRep&);
-  Status on(proto::AuthMsg, const proto::AuthReq&, proto::Empty&);
+#define RGPU_MSG(NAME, ID, MODE, PAYLOAD) \
+  Status on(proto::NAME##Msg, const proto::NAME##Req&, proto::NAME##Rep&);
+#include "proto/catalogue.def"
+#undef RGPU_MSG
+  Status copy_shm(const proto::MemcpyShmReq& q, bool async);
 
   Status check_device(uint32_t dev) const;
   Status check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t width,
