@@ -57,9 +57,13 @@ int Client::current_device() const {
 CudaError Client::set_current_device(int dev) {
   if (CudaError e = check_device(dev); e != err::Success) return e;
   // The runtime holds one reference to each primary context it has used (as NVIDIA's does).
-  Context* ctx = contexts_.primary(dev);
-  if (!runtime_retained_[dev].exchange(true)) contexts_.primary_retain(dev, &ctx);
-  return contexts_.set_current(ctx);
+  if (!runtime_retained_[dev].load(std::memory_order_relaxed) &&
+      !runtime_retained_[dev].exchange(true)) {
+    Context* ctx = nullptr;
+    contexts_.primary_retain(dev, &ctx);
+  }
+  contexts_.set_current_primary(dev);
+  return err::Success;
 }
 
 ServerLink* Client::link(int dev, CudaError* e) {

@@ -4,10 +4,30 @@ namespace rgpu::client {
 
 namespace {
 
-// The calling thread's context stack; the top is the current context.
-std::vector<Context*>& stack() {
+// The calling thread's context stack.  The top (the current context) is kept apart in a trivially
+// destructible slot: reading it is one TLS load, and still works from other thread_local
+// destructors that call CUDA after the vector below is gone.
+thread_local Context* t_top = nullptr;
+std::vector<Context*>& below() {
   thread_local std::vector<Context*> s;
   return s;
+}
+
+void push_top(Context* ctx) {
+  if (t_top) below().push_back(t_top);
+  t_top = ctx;
+}
+
+Context* pop_top() {
+  Context* old = t_top;
+  auto& b = below();
+  if (b.empty()) {
+    t_top = nullptr;
+  } else {
+    t_top = b.back();
+    b.pop_back();
+  }
+  return old;
 }
 
 }  // namespace
@@ -92,7 +112,7 @@ Error ContextTable::create(int dev, unsigned flags, Context** out) {
     known_.insert(ctx);
     all_.push_back(std::move(c));
   }
-  stack().push_back(ctx);
+  push_top(ctx);
   *out = ctx;
   return errc::Success;
 }
@@ -105,41 +125,38 @@ Error ContextTable::destroy(Context* ctx, ContextContents* released) {
     if (ctx->destroyed.exchange(true)) return errc::ContextIsDestroyed;
     take_contents(ctx, released);
   }
-  auto& s = stack();
-  if (!s.empty() && s.back() == ctx) s.pop_back();
+  if (t_top == ctx) pop_top();
   return errc::Success;
 }
 
 Error ContextTable::set_current(Context* ctx) {
-  auto& s = stack();
   if (!ctx) {
-    if (!s.empty()) s.pop_back();
+    if (t_top) pop_top();
     return errc::Success;
   }
   if (!valid(ctx)) return errc::InvalidContext;
-  if (s.empty())
-    s.push_back(ctx);
-  else
-    s.back() = ctx;
+  t_top = ctx;  // replaces the top, or becomes it on an empty stack
   return errc::Success;
 }
 
-Context* ContextTable::current() const {
-  auto& s = stack();
-  return s.empty() ? nullptr : s.back();
+Context* ContextTable::current() const { return t_top; }
+
+bool ContextTable::set_current_primary(int dev) {
+  Context* p = primary(dev);
+  if (p) t_top = p;
+  return p != nullptr;
 }
 
 Error ContextTable::push(Context* ctx) {
   if (!ctx || !valid(ctx)) return errc::InvalidContext;
-  stack().push_back(ctx);
+  push_top(ctx);
   return errc::Success;
 }
 
 Error ContextTable::pop(Context** out) {
-  auto& s = stack();
-  if (s.empty()) return errc::InvalidContext;
-  if (out) *out = s.back();
-  s.pop_back();
+  if (!t_top) return errc::InvalidContext;
+  Context* old = pop_top();
+  if (out) *out = old;
   return errc::Success;
 }
 

@@ -76,6 +76,8 @@ class ContextTable {
   // ---- the calling thread's stack (cuCtxSetCurrent/GetCurrent/PushCurrent/PopCurrent)
   Error set_current(Context* ctx);  // replaces the top; nullptr pops (no-op when empty)
   Context* current() const;         // top, or nullptr
+  // set_current(primary(dev)) without the lookup (cudaSetDevice); false for an invalid device.
+  bool set_current_primary(int dev);
   Error push(Context* ctx);
   Error pop(Context** out);
   // The context a call without one uses: the current context, else device 0's primary one

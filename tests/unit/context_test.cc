@@ -193,5 +193,21 @@ TEST(Contexts, DestroyedWhileCurrentOnAnotherThreadIsAnErrorThere) {
   });
 }
 
+TEST(Contexts, SetCurrentPrimaryReplacesTheTop) {
+  ContextTable t(2);
+  on_thread([&] {
+    Context* c = nullptr;
+    ASSERT_EQ(t.create(0, 0, &c), errc::Success);
+    ASSERT_EQ(t.push(t.primary(0)), errc::Success);
+    EXPECT_TRUE(t.set_current_primary(1));
+    EXPECT_EQ(t.current(), t.primary(1));
+    EXPECT_FALSE(t.set_current_primary(2));
+    EXPECT_EQ(t.current(), t.primary(1));
+    Context* popped = nullptr;
+    ASSERT_EQ(t.pop(&popped), errc::Success);
+    EXPECT_EQ(t.current(), c);  // the stack below is untouched
+  });
+}
+
 }  // namespace
 }  // namespace rgpu::client
