@@ -16,8 +16,6 @@ using namespace rgpu::proto;
 
 namespace {
 
-thread_local int t_current_device = 0;
-
 uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 }  // namespace
@@ -43,17 +41,28 @@ Client::Client() {
     v.link = it->second;
     devices_.push_back(std::move(v));
   }
+  contexts_.set_devices(device_count());
+  runtime_retained_ = std::make_unique<std::atomic<bool>[]>(devices_.size());
 }
 
 CudaError Client::check_device(int dev) const {
   return dev >= 0 && dev < device_count() ? err::Success : err::InvalidDevice;
 }
 
-int Client::current_device() const { return t_current_device; }
+int Client::current_device() const {
+  const Context* c = contexts_.current();
+  return c ? c->device : 0;
+}
 
 CudaError Client::set_current_device(int dev) {
   if (CudaError e = check_device(dev); e != err::Success) return e;
-  t_current_device = dev;
+  // The runtime holds one reference to each primary context it has used (as NVIDIA's does).
+  if (!runtime_retained_[dev].load(std::memory_order_relaxed) &&
+      !runtime_retained_[dev].exchange(true)) {
+    Context* ctx = nullptr;
+    contexts_.primary_retain(dev, &ctx);
+  }
+  contexts_.set_current_primary(dev);
   return err::Success;
 }
 
@@ -115,7 +124,7 @@ CudaError Client::reset(int dev) {
   ServerLink* l = link(dev, &e);
   if (!l) return e;
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
-  registry_.forget_device(dev);
+  modules_.forget_device(dev);
   return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
 }
 

@@ -1,8 +1,10 @@
 // The client core: virtual devices (RGPU_SERVERS entries), their server links, the address map,
-// and the CUDA memory operations in API-neutral form.  Frontends (libcudart, later libcuda) are
-// thin translations onto this.  Every operation returns a CUDA error code.
+// contexts, the module store, and the CUDA operations in API-neutral form.  Front-ends (libcudart,
+// later libcuda) are thin translations onto this: they map their handles (special stream values,
+// host stubs) to the core's objects and its neutral Error to their own codes.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -15,6 +17,8 @@
 
 #include "client/address_map.h"
 #include "client/config.h"
+#include "client/context.h"
+#include "client/errors.h"
 #include "client/modules.h"
 #include "client/server_link.h"
 #include "common/cuda_errors.h"
@@ -46,11 +50,25 @@ struct Stream {
   uint64_t id = 0;  // 0: the device's legacy default stream
   unsigned flags = 0;
   int priority = 0;
+  Context* ctx = nullptr;  // what it belongs to
 };
 struct Event {
   int device = 0;
   uint64_t id = 0;
   unsigned flags = 0;
+  Context* ctx = nullptr;
+};
+
+// A stream as a front-end names it, in neutral terms: the current context's legacy default
+// stream, the calling thread's per-thread default stream, or a stream object.  Front-ends decode
+// their own special handle values into this (frontend/cudart/handles.h).
+struct StreamRef {
+  enum class Kind : uint8_t { Legacy, PerThread, Object };
+  Kind kind = Kind::Legacy;
+  Stream* object = nullptr;
+  static StreamRef legacy() { return {}; }
+  static StreamRef per_thread() { return {Kind::PerThread, nullptr}; }
+  static StreamRef of(Stream* s) { return {Kind::Object, s}; }
 };
 
 enum class MemoryType { Unregistered = 0, Host = 1, Device = 2 };
@@ -91,8 +109,23 @@ class Client {
 
   ServerLink* link(int dev, CudaError* e);
 
+  // Contexts (client/context.cc, client/context_ops.cc).  The runtime's current device is the
+  // current context's device; set_current_device makes the device's primary context current.
+  ContextTable& contexts() { return contexts_; }
+  // The calling thread's current context, else device 0's primary one.
+  Error current_context(Context** out) const { return contexts_.current_or_default(out); }
+  Error context_create(int dev, unsigned flags, Context** out);
+  // Releases what belonged to the context: streams and events destroyed, modules unloaded.
+  Error context_destroy(Context* ctx);
+  Error primary_release(int dev);
+  Error primary_reset(int dev);  // also what cudaDeviceReset does to the context
+  Error context_synchronize();   // the current context's device
+
   // Kernels and modules (client/kernels.cc).
-  Registry& registry() { return registry_; }
+  ModuleStore& modules() { return modules_; }
+  // Loads a raw image (cubin, fat binary, PTX) into the current context.
+  Error module_load(const void* image, size_t size, Module** out);
+  Error module_unload(Module* m);
   struct Dim3 {
     uint32_t x = 1, y = 1, z = 1;
   };
@@ -109,22 +142,20 @@ class Client {
   CudaError symbol_address(const Variable* v, uint64_t* addr);
 
   // Streams, events, asynchronous copies and host callbacks (client/streams.cc).
-  // Stream handles as the application passes them: 0, cudaStreamLegacy (1), cudaStreamPerThread
-  // (2) or a Stream*.  `per_thread_default` says how 0 reads (the _ptsz/_ptds entry points).
-  CudaError resolve_stream(uint64_t handle, bool per_thread_default, Stream* out);
+  CudaError resolve_stream(StreamRef ref, Stream* out);
   CudaError stream_create(unsigned flags, int priority, Stream** out);
-  CudaError stream_destroy(uint64_t handle);
+  CudaError stream_destroy(Stream* s);
   CudaError stream_synchronize(const Stream& s);
   CudaError stream_query(const Stream& s);
-  CudaError stream_wait_event(const Stream& s, uint64_t event);
+  CudaError stream_wait_event(const Stream& s, Event* event);
   CudaError stream_priority_range(int dev, int* least, int* greatest);
-  bool stream_flags(uint64_t handle, bool per_thread_default, unsigned* flags, int* priority);
+  bool stream_flags(StreamRef ref, unsigned* flags, int* priority);
   CudaError event_create(unsigned flags, Event** out);
-  CudaError event_destroy(uint64_t handle);
-  CudaError event_record(uint64_t event, const Stream& s);
-  CudaError event_query(uint64_t event);
-  CudaError event_synchronize(uint64_t event);
-  CudaError event_elapsed(float* ms, uint64_t start, uint64_t end);
+  CudaError event_destroy(Event* event);
+  CudaError event_record(Event* event, const Stream& s);
+  CudaError event_query(Event* event);
+  CudaError event_synchronize(Event* event);
+  CudaError event_elapsed(float* ms, Event* start, Event* end);
   CudaError memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                            size_t height, CopyKind kind, const Stream& s);
   CudaError memset_async(void* ptr, int value, size_t n, const Stream& s);
@@ -157,7 +188,9 @@ class Client {
   bool copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, CudaError* result);
   CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
                       const LoadedModule** lm);
-  Event* find_event(uint64_t handle);
+  Event* find_event(Event* handle);
+  // Destroys a stream or event already removed from streams_/events_ (context teardown).
+  void release_contents(const ContextContents& c);
   struct Virtual {
     DeviceSpec spec;
     ServerLink* link = nullptr;
@@ -168,7 +201,9 @@ class Client {
   std::vector<std::unique_ptr<ServerLink>> links_;
   std::mutex info_mu_;
   AddressMap map_;
-  Registry registry_;
+  ModuleStore modules_;
+  ContextTable contexts_;
+  std::unique_ptr<std::atomic<bool>[]> runtime_retained_;  // the runtime's primary reference
   struct Bounce {
     std::mutex mu;  // one copy at a time through it
     char* base = nullptr;

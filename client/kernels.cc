@@ -13,19 +13,20 @@ using namespace rgpu::proto;
 
 namespace {
 
-constexpr CudaError kInvalidSymbol = 13;
-constexpr CudaError kInvalidDeviceFunction = 98;
+constexpr CudaError kInvalidSymbol = errc::InvalidSymbol;
+constexpr CudaError kInvalidDeviceFunction = errc::InvalidDeviceFunction;
 // What CUDA 13 returns for a function pointer it never registered (seen on an H200, driver 580).
-constexpr CudaError kInvalidResourceHandle = 400;
-constexpr CudaError kSymbolNotFound = 500;
+constexpr CudaError kInvalidResourceHandle = errc::InvalidResourceHandle;
+constexpr CudaError kSymbolNotFound = errc::NotFound;
 
 }  // namespace
 
 CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
   std::lock_guard<std::mutex> lock(m->mu);
+  if (m->unloaded) return kInvalidResourceHandle;
   auto it = m->loaded.find(dev);
   if (it != m->loaded.end() && it->second.kernels.size() == m->functions.size() &&
-      it->second.variables.size() == m->variables.size()) {
+      it->second.globals.size() == m->globals.size()) {
     *out = &it->second;
     return err::Success;
   }
@@ -37,12 +38,15 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
     m->hashed = true;
   }
   const uint32_t gpu = devices_[dev].spec.gpu;
+  std::vector<VarName> globals;
+  globals.reserve(m->globals.size());
+  for (const Module::GlobalName& g : m->globals) globals.push_back(VarName{g.name, g.size});
   ModuleRep rep;
-  e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, m->functions, m->variables}, &rep);
+  e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, m->functions, globals}, &rep);
   if (e == kSymbolNotFound) {
     iovec image{const_cast<uint8_t*>(m->image), m->size};
-    e = l->call<ModuleLoadMsg>(ModuleLoadReq{gpu, m->hash, m->size, m->functions, m->variables},
-                               &rep, &image, 1);
+    e = l->call<ModuleLoadMsg>(ModuleLoadReq{gpu, m->hash, m->size, m->functions, globals}, &rep,
+                               &image, 1);
     LOG_INFO("module %s: sent %zu bytes to %s", hex(m->hash.data(), 8).c_str(), m->size,
              l->address().c_str());
   } else if (e == err::Success) {
@@ -50,18 +54,20 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
              l->address().c_str());
   }
   if (e != err::Success) return e;
-  if (rep.kernels.size() != m->functions.size() || rep.variables.size() != m->variables.size())
+  if (rep.kernels.size() != m->functions.size() || rep.variables.size() != m->globals.size())
     return err::Unknown;
   LoadedModule lm;
   lm.id = rep.module;
-  lm.kernels = std::move(rep.kernels);
-  lm.variables = std::move(rep.variables);
-  for (auto& k : lm.kernels) {
-    uint32_t end = 0;
-    for (auto& p : k.params) end = std::max(end, p.offset + p.size);
-    lm.arg_bytes.push_back(end);
+  for (const KernelDesc& k : rep.kernels) {
+    KernelInfo info{k.found, {}, 0};
+    for (const ParamDesc& p : k.params) {
+      info.params.push_back(ParamLayout{p.offset, p.size});
+      info.arg_bytes = std::max(info.arg_bytes, p.offset + p.size);
+    }
+    lm.kernels.push_back(std::move(info));
   }
-  for (auto& v : lm.variables)
+  for (const VarDesc& v : rep.variables) lm.globals.push_back(GlobalInfo{v.found, v.addr, v.size});
+  for (auto& v : lm.globals)
     if (v.found) map_.add_device(DeviceRange{v.addr, v.size, dev, false});
   m->loaded[dev] = std::move(lm);
   *out = &m->loaded[dev];
@@ -109,8 +115,8 @@ CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, 
   q.bx = block.x, q.by = block.y, q.bz = block.z;
   q.shared_mem = static_cast<uint32_t>(shared_mem);
   q.stream = stream.id;
-  const KernelDesc& k = lm->kernels[f->index];
-  q.args.assign(lm->arg_bytes[f->index], 0);
+  const KernelInfo& k = lm->kernels[f->index];
+  q.args.assign(k.arg_bytes, 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
@@ -161,7 +167,7 @@ CudaError Client::symbol_address(const Variable* v, uint64_t* addr) {
   if (!v) return kInvalidSymbol;
   const LoadedModule* lm = nullptr;
   if (CudaError e = module_on(v->module, current_device(), &lm); e != err::Success) return e;
-  const VarDesc& d = lm->variables[v->index];
+  const GlobalInfo& d = lm->globals[v->index];
   if (!d.found) return kInvalidSymbol;
   *addr = d.addr;
   return err::Success;

@@ -1,6 +1,7 @@
-// What nvcc registered in this process: fat binaries (modules), their kernels (by host stub
-// address) and variables (by host shadow address), and where each module is loaded on each
-// virtual device.
+// The module store: images (fat binaries, cubins, PTX) keyed by their SHA-256, each loaded on a
+// virtual device at first use there (by hash when the server already has it), and their functions
+// and globals looked up by name.  It knows nothing of nvcc's registration (host stubs and shadow
+// variables live in frontend/cudart/registration.cc) and holds no protocol types.
 #pragma once
 
 #include <array>
@@ -12,25 +13,56 @@
 #include <string>
 #include <vector>
 
-#include "proto/messages.h"
+#include "client/errors.h"
 
 namespace rgpu::client {
 
-struct LoadedModule {
-  uint32_t id = 0;  // the server session's module id on that GPU
-  std::vector<proto::KernelDesc> kernels;
-  std::vector<uint32_t> arg_bytes;  // parameter buffer size per kernel
-  std::vector<proto::VarDesc> variables;
+using ImageHash = std::array<uint8_t, 32>;
+
+struct ParamLayout {
+  uint32_t offset = 0;
+  uint32_t size = 0;
 };
+struct KernelInfo {
+  bool found = false;
+  std::vector<ParamLayout> params;
+  uint32_t arg_bytes = 0;  // parameter buffer size
+};
+struct GlobalInfo {
+  bool found = false;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+};
+
+// Where a module is loaded on one virtual device: the server session's module id, and what the
+// server answered for each function and global the module knew of then (by index).
+struct LoadedModule {
+  uint32_t id = 0;
+  std::vector<KernelInfo> kernels;
+  std::vector<GlobalInfo> globals;
+};
+
+struct Function;
+struct Variable;
 
 struct Module {
   const uint8_t* image = nullptr;
   size_t size = 0;
-  proto::Hash hash{};
+  std::vector<uint8_t> owned;  // the image, when it was copied (load_image)
+  ImageHash hash{};
   bool hashed = false;
+  // Names asked for so far, by index; a device's LoadedModule covers them when its sizes match.
   std::vector<std::string> functions;
-  std::vector<proto::VarName> variables;
+  struct GlobalName {
+    std::string name;
+    uint64_t size = 0;  // as registered; 0 when looked up by name only
+  };
+  std::vector<GlobalName> globals;
+  std::map<std::string, Function*> function_index;
+  std::map<std::string, Variable*> global_index;
   std::map<int, LoadedModule> loaded;  // by virtual device
+  unsigned refs = 0;  // load_image references (embedded modules: 0, never unloaded)
+  bool unloaded = false;
   std::mutex mu;
 };
 
@@ -47,22 +79,34 @@ struct Variable {
   size_t size;
 };
 
-class Registry {
+// Size of the image at `p` without a length (what cuModuleLoadData gets): a fat binary (its
+// header), a cubin (its ELF headers) or PTX (NUL-terminated text).  0 when it is none of them.
+size_t image_size(const void* p);
+
+class ModuleStore {
  public:
-  // nullptr when `wrapper` is not a fat binary wrapper nvcc would produce.
-  Module* add_module(const void* wrapper, std::string& error);
-  void add_function(Module* m, const void* host_fun, const char* name);
-  void add_variable(Module* m, const void* host_var, const char* name, size_t size);
-  Function* function(const void* host_fun) const;
-  Variable* variable(const void* host_var) const;
-  // Forgets what every module knows about `device` (after cudaDeviceReset).
+  // An image compiled into the program (nvcc's fat binaries): not copied, hashed at first load.
+  Module* add_embedded(const void* image, size_t size);
+  // A raw image the caller may free afterwards: copied and hashed; the same bytes give the same
+  // module (one more reference).  `size` 0: found from the image (image_size).
+  Error load_image(const void* image, size_t size, Module** out);
+  // Drops one reference; at the last, the module's handles stop working (errc::
+  // InvalidResourceHandle).  The server keeps the image until the session ends.
+  Error unload(Module* m);
+  // Functions and globals by name, created on first ask and resolved on the server at the next
+  // use on each device.  `size` of a global: what the program declared (0: unknown).
+  Function* function(Module* m, const std::string& name);
+  Variable* variable(Module* m, const std::string& name, uint64_t size = 0);
+  bool valid(const Module* m) const;
+  // Forgets what every module knows about `device` (after a device reset).
   void forget_device(int device);
 
  private:
   mutable std::shared_mutex mu_;
-  std::vector<std::unique_ptr<Module>> modules_;
-  std::map<const void*, std::unique_ptr<Function>> functions_;
-  std::map<const void*, std::unique_ptr<Variable>> variables_;
+  std::vector<std::unique_ptr<Module>> modules_;  // never shrinks: handles stay dereferenceable
+  std::map<ImageHash, Module*> by_hash_;          // loaded (copied) images
+  std::vector<std::unique_ptr<Function>> functions_;
+  std::vector<std::unique_ptr<Variable>> variables_;
 };
 
 }  // namespace rgpu::client

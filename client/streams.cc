@@ -14,8 +14,7 @@ using namespace rgpu::proto;
 
 namespace {
 
-constexpr CudaError kInvalidResourceHandle = 400;
-constexpr uint64_t kStreamLegacy = 1, kStreamPerThread = 2;
+constexpr CudaError kInvalidResourceHandle = errc::InvalidResourceHandle;
 
 uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
@@ -27,14 +26,15 @@ std::map<int, Stream*>& per_thread_streams() {
 
 }  // namespace
 
-CudaError Client::resolve_stream(uint64_t handle, bool per_thread_default, Stream* out) {
-  const int dev = current_device();
-  if (handle == kStreamLegacy || (handle == 0 && !per_thread_default)) {
+CudaError Client::resolve_stream(StreamRef ref, Stream* out) {
+  Context* ctx = contexts_.current();
+  const int dev = ctx ? ctx->device : 0;
+  if (ref.kind == StreamRef::Kind::Legacy) {
     if (CudaError e = check_device(dev); e != err::Success) return e;
-    *out = Stream{dev, 0, 0, 0};
+    *out = Stream{dev, 0, 0, 0, ctx ? ctx : contexts_.primary(dev)};
     return err::Success;
   }
-  if (handle == 0 || handle == kStreamPerThread) {
+  if (ref.kind == StreamRef::Kind::PerThread) {
     // Created on first use: a blocking stream, which like CUDA's per-thread default stream
     // synchronizes with the legacy default stream only.
     Stream*& s = per_thread_streams()[dev];
@@ -42,7 +42,7 @@ CudaError Client::resolve_stream(uint64_t handle, bool per_thread_default, Strea
       CudaError e;
       ServerLink* l = link(dev, &e);
       if (!l) return e;
-      auto* n = new Stream{dev, l->new_id(), 0, 0};
+      auto* n = new Stream{dev, l->new_id(), 0, 0, contexts_.primary(dev)};
       e = l->call<StreamCreateMsg>(StreamCreateReq{devices_[dev].spec.gpu, n->id, 0, 0});
       if (e != err::Success) {
         delete n;
@@ -54,16 +54,15 @@ CudaError Client::resolve_stream(uint64_t handle, bool per_thread_default, Strea
     return err::Success;
   }
   std::lock_guard<std::mutex> lock(objects_mu_);
-  auto* s = reinterpret_cast<Stream*>(handle);
+  Stream* s = ref.object;
   if (!streams_.count(s)) return kInvalidResourceHandle;
   *out = *s;
   return err::Success;
 }
 
-bool Client::stream_flags(uint64_t handle, bool per_thread_default, unsigned* flags,
-                          int* priority) {
+bool Client::stream_flags(StreamRef ref, unsigned* flags, int* priority) {
   Stream s;
-  if (resolve_stream(handle, per_thread_default, &s) != err::Success) return false;
+  if (resolve_stream(ref, &s) != err::Success) return false;
   if (flags) *flags = s.flags;
   if (priority) *priority = s.priority;
   return true;
@@ -71,18 +70,25 @@ bool Client::stream_flags(uint64_t handle, bool per_thread_default, unsigned* fl
 
 CudaError Client::stream_create(unsigned flags, int priority, Stream** out) {
   if (!out || (flags & ~1u)) return err::InvalidValue;
-  const int dev = current_device();
+  Context* ctx = nullptr;
+  if (Error ce = current_context(&ctx); ce != err::Success) return ce;
+  const int dev = ctx->device;
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
   int least = 0, greatest = 0;
   if (priority != 0 && stream_priority_range(dev, &least, &greatest) == err::Success)
     priority = std::min(std::max(priority, greatest), least);  // CUDA clamps to the range
-  auto* s = new Stream{dev, l->new_id(), flags, priority};
+  auto* s = new Stream{dev, l->new_id(), flags, priority, ctx};
   e = l->call<StreamCreateMsg>(StreamCreateReq{devices_[dev].spec.gpu, s->id, flags, priority});
   if (e != err::Success) {
     delete s;
     return e;
+  }
+  if (Error ce = contexts_.adopt(ctx, s); ce != err::Success) {
+    l->call<StreamDestroyMsg>(ObjectReq{devices_[dev].spec.gpu, s->id});
+    delete s;
+    return ce;
   }
   std::lock_guard<std::mutex> lock(objects_mu_);
   streams_.insert(s);
@@ -90,12 +96,12 @@ CudaError Client::stream_create(unsigned flags, int priority, Stream** out) {
   return err::Success;
 }
 
-CudaError Client::stream_destroy(uint64_t handle) {
-  auto* s = reinterpret_cast<Stream*>(handle);
+CudaError Client::stream_destroy(Stream* s) {
   {
     std::lock_guard<std::mutex> lock(objects_mu_);
     if (!streams_.erase(s)) return kInvalidResourceHandle;
   }
+  contexts_.disown(s->ctx, s);
   CudaError e;
   ServerLink* l = link(s->device, &e);
   if (l) e = l->call<StreamDestroyMsg>(ObjectReq{devices_[s->device].spec.gpu, s->id});
@@ -117,7 +123,7 @@ CudaError Client::stream_query(const Stream& s) {
   return l->call<StreamQueryMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
 }
 
-CudaError Client::stream_wait_event(const Stream& s, uint64_t event) {
+CudaError Client::stream_wait_event(const Stream& s, Event* event) {
   Event* ev = find_event(event);
   if (!ev) return kInvalidResourceHandle;
   if (ev->device != s.device) {
@@ -143,24 +149,30 @@ CudaError Client::stream_priority_range(int dev, int* least, int* greatest) {
   return e;
 }
 
-Event* Client::find_event(uint64_t handle) {
+Event* Client::find_event(Event* ev) {
   std::lock_guard<std::mutex> lock(objects_mu_);
-  auto* ev = reinterpret_cast<Event*>(handle);
   return events_.count(ev) ? ev : nullptr;
 }
 
 CudaError Client::event_create(unsigned flags, Event** out) {
   constexpr unsigned kKnown = 0x1 | 0x2 | 0x4;  // BlockingSync, DisableTiming, Interprocess
   if (!out || (flags & ~kKnown)) return err::InvalidValue;
-  const int dev = current_device();
+  Context* ctx = nullptr;
+  if (Error ce = current_context(&ctx); ce != err::Success) return ce;
+  const int dev = ctx->device;
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
-  auto* ev = new Event{dev, l->new_id(), flags};
+  auto* ev = new Event{dev, l->new_id(), flags, ctx};
   e = l->call<EventCreateMsg>(EventCreateReq{devices_[dev].spec.gpu, ev->id, flags});
   if (e != err::Success) {
     delete ev;
     return e;
+  }
+  if (Error ce = contexts_.adopt(ctx, ev); ce != err::Success) {
+    l->call<EventDestroyMsg>(ObjectReq{devices_[dev].spec.gpu, ev->id});
+    delete ev;
+    return ce;
   }
   std::lock_guard<std::mutex> lock(objects_mu_);
   events_.insert(ev);
@@ -168,12 +180,12 @@ CudaError Client::event_create(unsigned flags, Event** out) {
   return err::Success;
 }
 
-CudaError Client::event_destroy(uint64_t handle) {
-  auto* ev = reinterpret_cast<Event*>(handle);
+CudaError Client::event_destroy(Event* ev) {
   {
     std::lock_guard<std::mutex> lock(objects_mu_);
     if (!events_.erase(ev)) return kInvalidResourceHandle;
   }
+  contexts_.disown(ev->ctx, ev);
   CudaError e;
   ServerLink* l = link(ev->device, &e);
   if (l) e = l->call<EventDestroyMsg>(ObjectReq{devices_[ev->device].spec.gpu, ev->id});
@@ -181,7 +193,7 @@ CudaError Client::event_destroy(uint64_t handle) {
   return e;
 }
 
-CudaError Client::event_record(uint64_t event, const Stream& s) {
+CudaError Client::event_record(Event* event, const Stream& s) {
   Event* ev = find_event(event);
   if (!ev) return kInvalidResourceHandle;
   if (ev->device != s.device) return kInvalidResourceHandle;
@@ -191,7 +203,7 @@ CudaError Client::event_record(uint64_t event, const Stream& s) {
   return l->call<EventRecordMsg>(EventRecordReq{devices_[s.device].spec.gpu, ev->id, s.id});
 }
 
-CudaError Client::event_query(uint64_t event) {
+CudaError Client::event_query(Event* event) {
   Event* ev = find_event(event);
   if (!ev) return kInvalidResourceHandle;
   CudaError e;
@@ -200,7 +212,7 @@ CudaError Client::event_query(uint64_t event) {
   return l->call<EventQueryMsg>(ObjectReq{devices_[ev->device].spec.gpu, ev->id});
 }
 
-CudaError Client::event_synchronize(uint64_t event) {
+CudaError Client::event_synchronize(Event* event) {
   Event* ev = find_event(event);
   if (!ev) return kInvalidResourceHandle;
   CudaError e;
@@ -209,7 +221,7 @@ CudaError Client::event_synchronize(uint64_t event) {
   return l->call<EventSynchronizeMsg>(ObjectReq{devices_[ev->device].spec.gpu, ev->id});
 }
 
-CudaError Client::event_elapsed(float* ms, uint64_t start, uint64_t end) {
+CudaError Client::event_elapsed(float* ms, Event* start, Event* end) {
   Event* a = find_event(start);
   Event* b = find_event(end);
   if (!ms) return err::InvalidValue;

@@ -9,11 +9,14 @@
 
 #include "client/client.h"
 #include "common/cuda_errors.h"
+#include "frontend/cudart/handles.h"
 
 namespace rgpu::cudart {
 
+// The core's neutral error as a cudaError_t (the wire's numbers are cudaError_t's: identity).
+inline cudaError_t to_runtime(client::Error e) { return static_cast<cudaError_t>(e); }
 // Records `e` as the calling thread's last error when it is not cudaSuccess, and returns it.
-cudaError_t ret(CudaError e);
+cudaError_t ret(client::Error e);
 // The last-error slot itself (cudaGetLastError / cudaPeekAtLastError).
 cudaError_t& last_error();
 // For API functions rgpu does not implement: logs the name once, returns cudaErrorNotSupported.
@@ -24,7 +27,7 @@ inline client::Client& core() { return client::Client::get(); }
 // Resolves a cudaStream_t; `per_thread` for the _ptsz/_ptds entry points (0 means the calling
 // thread's default stream there).
 inline CudaError stream_arg(cudaStream_t s, bool per_thread, client::Stream* out) {
-  return core().resolve_stream(reinterpret_cast<uint64_t>(s), per_thread, out);
+  return core().resolve_stream(stream_ref(s, per_thread), out);
 }
 
 // Queries answer cudaErrorNotReady without it becoming the last error.

@@ -13,9 +13,10 @@ cudaError_t& last_error() {
   return e;
 }
 
-cudaError_t ret(CudaError e) {
-  if (e != err::Success) last_error() = static_cast<cudaError_t>(e);
-  return static_cast<cudaError_t>(e);
+cudaError_t ret(client::Error e) {
+  const cudaError_t r = to_runtime(e);
+  if (r != cudaSuccess) last_error() = r;
+  return r;
 }
 
 int unsupported(const char* name) {

@@ -5,6 +5,8 @@
 
 #include "common/log.h"
 #include "frontend/cudart/api.h"
+#include "frontend/cudart/handles.h"
+#include "frontend/cudart/registration.h"
 
 using namespace rgpu;
 using rgpu::cudart::core;
@@ -14,9 +16,10 @@ using rgpu::cudart::ret;
 
 namespace {
 
-constexpr CudaError kInvalidConfiguration = 9;
-constexpr CudaError kInvalidSymbol = 13;
-constexpr CudaError kInvalidResourceHandle = 400;  // CUDA 13's answer for an unknown function
+constexpr CudaError kInvalidConfiguration = client::errc::InvalidConfiguration;
+constexpr CudaError kInvalidSymbol = client::errc::InvalidSymbol;
+// CUDA 13's answer for an unknown function.
+constexpr CudaError kInvalidResourceHandle = client::errc::InvalidResourceHandle;
 
 struct CallConfig {
   dim3 grid, block;
@@ -30,17 +33,20 @@ std::vector<CallConfig>& config_stack() {
 }
 
 client::Client::Dim3 d3(dim3 d) { return {d.x, d.y, d.z}; }
-uint64_t stream_id(cudaStream_t s) { return reinterpret_cast<uint64_t>(s); }
-
-client::Function* function_of(const void* host_fun) { return core().registry().function(host_fun); }
-client::Variable* variable_of(const void* host_var) { return core().registry().variable(host_var); }
+client::Function* function_of(const void* host_fun) {
+  return cudart::Registration::get().function(host_fun);
+}
+client::Variable* variable_of(const void* host_var) {
+  return cudart::Registration::get().variable(host_var);
+}
 
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
                    cudaStream_t stream, bool per_thread) {
   client::Function* f = function_of(func);
   if (!f) return ret(kInvalidResourceHandle);
   client::Stream s;
-  if (CudaError e = core().resolve_stream(stream_id(stream), per_thread, &s); e != err::Success)
+  if (CudaError e = core().resolve_stream(cudart::stream_ref(stream, per_thread), &s);
+      e != err::Success)
     return ret(e);
   return ret(core().launch(f, d3(grid), d3(block), args, shmem, s));
 }
@@ -88,7 +94,8 @@ cudaError_t symbol_copy(void* dst, const void* src, size_t count, cudaMemcpyKind
     stream = nullptr;
   }
   client::Stream s;
-  if (CudaError e = core().resolve_stream(stream_id(stream), per_thread, &s); e != err::Success)
+  if (CudaError e = core().resolve_stream(cudart::stream_ref(stream, per_thread), &s);
+      e != err::Success)
     return ret(e);
   CudaError e = core().memcpy2d_async(dst, count, src, count, count, 1, k, s);
   if (e == err::Success && !async) e = core().stream_synchronize(s);
@@ -124,7 +131,7 @@ cudaError_t from_symbol(void* dst, const void* symbol, size_t count, size_t offs
 
 RGPU_EXPORT void** __cudaRegisterFatBinary(void* fatCubin) {
   std::string error;
-  client::Module* m = core().registry().add_module(fatCubin, error);
+  client::Module* m = cudart::Registration::get().add_fatbin(fatCubin, error);
   if (!m) LOG_ERROR("cannot register a fat binary: %s; its kernels will not run", error.c_str());
   // The handle nvcc keeps: a pointer-sized slot.  Ours holds the module (or null).
   auto** handle = new void*(m);
@@ -142,7 +149,7 @@ RGPU_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, char
                                         const char* /*deviceName*/, int, uint3*, uint3*, dim3*,
                                         dim3*, int*) {
   auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
-  if (m && hostFun && deviceFun) core().registry().add_function(m, hostFun, deviceFun);
+  if (m && hostFun && deviceFun) cudart::Registration::get().add_function(m, hostFun, deviceFun);
 }
 
 RGPU_EXPORT void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress,
@@ -150,7 +157,7 @@ RGPU_EXPORT void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAdd
                                    int /*constant*/, int /*global*/) {
   auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
   if (m && hostVar && deviceAddress)
-    core().registry().add_variable(m, hostVar, deviceAddress, size);
+    cudart::Registration::get().add_variable(m, hostVar, deviceAddress, size);
 }
 
 RGPU_EXPORT void __cudaRegisterManagedVar(void** /*handle*/, void** /*hostVarPtrAddress*/,

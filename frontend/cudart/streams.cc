@@ -11,7 +11,7 @@ using rgpu::cudart::stream_arg;
 
 namespace {
 
-uint64_t handle(const void* p) { return reinterpret_cast<uint64_t>(p); }
+using rgpu::cudart::event_of;
 client::CopyKind kind_of(cudaMemcpyKind k) { return static_cast<client::CopyKind>(k); }
 
 cudaError_t stream_sync(cudaStream_t stream, bool pt) {
@@ -28,17 +28,18 @@ cudaError_t stream_wait(cudaStream_t stream, cudaEvent_t event, unsigned flags, 
   if (flags & ~1u) return ret(err::InvalidValue);
   client::Stream s;
   if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
-  return ret(core().stream_wait_event(s, handle(event)));
+  return ret(core().stream_wait_event(s, event_of(event)));
 }
 cudaError_t stream_flags(cudaStream_t stream, unsigned* flags, int* priority, bool pt) {
   if ((flags == nullptr) == (priority == nullptr) && !flags) return ret(err::InvalidValue);
-  if (!core().stream_flags(handle(stream), pt, flags, priority)) return ret(400);
+  if (!core().stream_flags(rgpu::cudart::stream_ref(stream, pt), flags, priority))
+    return ret(client::errc::InvalidResourceHandle);
   return cudaSuccess;
 }
 cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, bool pt) {
   client::Stream s;
   if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
-  return ret(core().event_record(handle(event), s));
+  return ret(core().event_record(event_of(event), s));
 }
 cudaError_t copy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                          size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool pt) {
@@ -86,7 +87,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
   return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0);
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  return ret(core().stream_destroy(handle(stream)));
+  return ret(core().stream_destroy(reinterpret_cast<client::Stream*>(stream)));
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return stream_sync(stream, false); }
 cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_query(stream, false); }
@@ -133,7 +134,9 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   return cudaEventCreateWithFlags(event, cudaEventDefault);
 }
-cudaError_t cudaEventDestroy(cudaEvent_t event) { return ret(core().event_destroy(handle(event))); }
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  return ret(core().event_destroy(event_of(event)));
+}
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return event_record(event, stream, false);
 }
@@ -142,13 +145,13 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
   return event_record(event, stream, false);
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  return ret_query(core().event_query(handle(event)));
+  return ret_query(core().event_query(event_of(event)));
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return ret(core().event_synchronize(handle(event)));
+  return ret(core().event_synchronize(event_of(event)));
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-  return ret_query(core().event_elapsed(ms, handle(start), handle(end)));
+  return ret_query(core().event_elapsed(ms, event_of(start), event_of(end)));
 }
 
 // ---- asynchronous copies and memsets
@@ -198,7 +201,8 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int s
                                 size_t count, cudaStream_t stream) {
   client::Stream s;
   if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
-  if (s.device != dstDevice && s.device != srcDevice) return ret(400);
+  if (s.device != dstDevice && s.device != srcDevice)
+    return ret(client::errc::InvalidResourceHandle);
   return ret(core().memcpy_peer(dst, dstDevice, src, srcDevice, count, &s));
 }
 
