@@ -199,9 +199,8 @@ CudaError ServerLink::connect_locked() {
         return fail(err::NotPermitted);
       }
     }
-    hello_ =
-        ServerHello{rep.gpu_count,   rep.driver_version, rep.backend,
-                    rep.server_info, conn_->kind(),      conn_->capabilities()};
+    hello_ = ServerHello{rep.gpu_count,   rep.driver_version, rep.backend,
+                         rep.server_info, conn_->kind(),      conn_->capabilities()};
     window_ = rep.payload_window;
     LOG_INFO("connected to %s at %s (%u GPU(s), %s backend)", rep.server_info.c_str(),
              address().c_str(), rep.gpu_count, rep.backend.c_str());

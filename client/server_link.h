@@ -40,7 +40,7 @@ struct ServerHello {
   int32_t driver_version = 0;
   std::string backend;
   std::string info;
-  std::string transport;  // "tcp", "shm", "tls": the connection's kind, for display
+  std::string transport;         // "tcp", "shm", "tls": the connection's kind, for display
   transport::Capabilities caps;  // what the connection can do
 };
 

@@ -149,8 +149,7 @@ int run_daemon(const DaemonConfig& cfg) {
   std::vector<transport::OpenListener> listeners;
   try {
     std::vector<std::string> warnings;
-    listeners =
-        transport::Registry::builtin().listen({cfg.listen_host, cfg.listen_port}, warnings);
+    listeners = transport::Registry::builtin().listen({cfg.listen_host, cfg.listen_port}, warnings);
     for (const auto& w : warnings) LOG_WARN("%s", w.c_str());
   } catch (const std::exception& e) {
     LOG_ERROR("%s", e.what());

@@ -42,7 +42,6 @@ constexpr char kAdmitNo = 'N';
 // provider's connections take it and rgpud has a certificate) runs here.
 [[noreturn]] void run_session_process(const SessionProcessConfig& cfg,
                                       std::unique_ptr<transport::PendingConnection> pending,
-                                      const transport::Provider& provider,
-                                      int control);
+                                      const transport::Provider& provider, int control);
 
 }  // namespace rgpu::server

@@ -21,8 +21,8 @@ struct TransportError : std::runtime_error {
 
 // What a transport can do; callers decide by these, never by the transport's name.
 struct Capabilities {
-  bool passes_descriptors = false;  // send_fd / recv_fd work
-  bool registers_memory = false;    // register_memory / map_remote work (zero-copy through it)
+  bool passes_descriptors = false;    // send_fd / recv_fd work
+  bool registers_memory = false;      // register_memory / map_remote work (zero-copy through it)
   bool remote_memory_access = false;  // the peer reads and writes registered memory (RDMA)
   bool co_located_only = false;       // reaches only a peer on this machine
   bool tls_wraps = false;             // TLS (RGPU_TLS, rgpud --tls-cert) applies on top of it

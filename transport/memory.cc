@@ -15,8 +15,9 @@ MemoryRegion allocate_region(const char* name, size_t size) {
   std::string why;
   MemoryRegion r;
   r.fd = shm_create_sealed(name, size, why);
-  if (r.fd < 0) throw TransportError("cannot create a shared segment of " + std::to_string(size) +
-                                     " bytes: " + why);
+  if (r.fd < 0)
+    throw TransportError("cannot create a shared segment of " + std::to_string(size) +
+                         " bytes: " + why);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, 0);
   if (p == MAP_FAILED) {
     int e = errno;

@@ -41,17 +41,15 @@ std::string Registry::choices() const {
   for (const auto& p : providers_) names.push_back(p->name());
   std::sort(names.begin(), names.end());
   std::string s = "auto";
-  for (size_t i = 0; i < names.size(); ++i)
-    s += (i + 1 == names.size() ? " or " : ", ") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) s += (i + 1 == names.size() ? " or " : ", ") + names[i];
   return s;
 }
 
-std::vector<const Provider*> Registry::candidates(const Endpoint& server,
-                                                  const std::string& forced, bool tls) const {
+std::vector<const Provider*> Registry::candidates(const Endpoint& server, const std::string& forced,
+                                                  bool tls) const {
   if (!forced.empty() && forced != "auto") {
     const Provider* p = find(forced);
-    if (!p)
-      throw ConnectError("RGPU_TRANSPORT=" + forced + ": use " + choices(), true);
+    if (!p) throw ConnectError("RGPU_TRANSPORT=" + forced + ": use " + choices(), true);
     if (!p->reaches(server))
       throw ConnectError("RGPU_TRANSPORT=" + forced + " needs a server on this machine (" +
                              server.host + " is not)",

@@ -36,9 +36,10 @@ const std::string& tls_dir() {
     char tmpl[] = "/tmp/rgpu-conformance-XXXXXX";
     if (!mkdtemp(tmpl)) return std::string();
     std::string d = tmpl;
-    std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
-                      "-subj /CN=rgpu-conformance -addext subjectAltName=IP:127.0.0.1 -keyout " +
-                      d + "/k.pem -out " + d + "/c.pem >/dev/null 2>&1";
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+        "-subj /CN=rgpu-conformance -addext subjectAltName=IP:127.0.0.1 -keyout " +
+        d + "/k.pem -out " + d + "/c.pem >/dev/null 2>&1";
     return std::system(cmd.c_str()) == 0 ? d : std::string();
   }();
   return dir;
@@ -76,9 +77,8 @@ Ends make_ends(const std::string& name) {
   const std::string d = tls_dir();
   auto sctx = TlsContext::server({d + "/c.pem", d + "/k.pem", ""});
   auto cctx = TlsContext::client({d + "/c.pem", "", ""});
-  auto server = std::async(std::launch::async, [&] {
-    return tls_accept(std::move(e.server), *sctx, 5);
-  });
+  auto server =
+      std::async(std::launch::async, [&] { return tls_accept(std::move(e.server), *sctx, 5); });
   e.client = tls_connect(std::move(e.client), *cctx, "127.0.0.1", 5);
   e.server = server.get();
   return e;
