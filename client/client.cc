@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "common/log.h"
-#include "transport/shm/segment.h"
+#include "transport/memory.h"
 
 namespace rgpu::client {
 
@@ -243,20 +243,21 @@ bool Client::copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, Cud
     auto& slot = bounces_[l];
     if (!slot) {
       auto nb = std::make_unique<Bounce>();
-      std::string why;  // sealed: the server refuses a segment that could shrink under it
-      int fd = transport::shm_create_sealed("rgpu-bounce", 2 * kBounceHalf, why);
-      void* p = MAP_FAILED;
-      if (fd >= 0) p = mmap(nullptr, 2 * kBounceHalf, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      uint64_t id = l->new_id();
-      if (p == MAP_FAILED ||
-          l->register_segment(devices_[dev].spec.gpu, id, fd, 2 * kBounceHalf) != err::Success) {
-        if (p != MAP_FAILED) munmap(p, 2 * kBounceHalf);
-        if (fd >= 0) close(fd);
+      transport::MemoryRegion r;
+      uint64_t key = 0;
+      try {
+        r = transport::allocate_region("rgpu-bounce", 2 * kBounceHalf);
+      } catch (const transport::TransportError& ex) {
+        LOG_INFO("no bounce segment: %s", ex.what());
         return false;
       }
-      close(fd);
-      nb->base = static_cast<char*>(p);
-      nb->segment = id;
+      if (l->register_memory(devices_[dev].spec.gpu, r, key) != err::Success) {
+        transport::free_region(r);
+        return false;
+      }
+      close(r.fd);
+      nb->base = static_cast<char*>(r.base);
+      nb->segment = key;
       slot = std::move(nb);
     }
     b = slot.get();
@@ -394,20 +395,19 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
   CudaError e;
   ServerLink* l = check_device(dev) == err::Success ? link(dev, &e) : nullptr;
   if (l && l->shared_memory()) {
-    std::string why;  // sealed: the server refuses a segment that could shrink under it
-    int fd = transport::shm_create_sealed("rgpu-pinned", size, why);
-    void* p = MAP_FAILED;
-    if (fd >= 0) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    uint64_t id = l->new_id();
-    if (p != MAP_FAILED &&
-        l->register_segment(devices_[dev].spec.gpu, id, fd, size) == err::Success) {
-      close(fd);
-      map_.add_host(HostRange{u64(p), size, flags, false, dev, id, l});
-      *ptr = p;
-      return err::Success;
+    try {  // a sealed segment: the server refuses one that could shrink under it
+      transport::MemoryRegion r = transport::allocate_region("rgpu-pinned", size);
+      uint64_t key = 0;
+      if (l->register_memory(devices_[dev].spec.gpu, r, key) == err::Success) {
+        close(r.fd);
+        map_.add_host(HostRange{u64(r.base), size, flags, false, dev, key, l});
+        *ptr = r.base;
+        return err::Success;
+      }
+      transport::free_region(r);
+    } catch (const transport::TransportError& ex) {
+      LOG_INFO("page-locked memory is not shared: %s", ex.what());
     }
-    if (p != MAP_FAILED) munmap(p, size);
-    if (fd >= 0) close(fd);
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return err::MemoryAllocation;

@@ -13,8 +13,7 @@
 #include "common/log.h"
 #include "common/spin.h"
 #include "common/strings.h"
-#include "transport/shm/shm.h"
-#include "transport/tcp/tcp.h"
+#include "transport/registry.h"
 
 namespace rgpu::client {
 
@@ -118,20 +117,15 @@ CudaError ServerLink::connect_locked() {
     std::lock_guard<std::mutex> lock(mu_);
     return state_ = e;
   };
-  // RGPU_TRANSPORT: auto (shared memory when the server is on this machine, else TCP), shm, tcp.
+  // RGPU_TRANSPORT: auto (the registry's best transport for this server), or a provider's name.
   const char* t = getenv("RGPU_TRANSPORT");
-  std::string mode = t && *t ? t : "auto";
-  if (mode != "auto" && mode != "shm" && mode != "tcp") {
-    LOG_ERROR("RGPU_TRANSPORT=%s: use auto, shm or tcp", mode.c_str());
-    return fail(err::InvalidValue);
-  }
+  const std::string mode = t && *t ? t : "auto";
   std::string tls_text;
   const int tls = tls_setting(tls_text);  // RGPU_TLS (client/tls_link.h)
   if (tls < 0) {
     LOG_ERROR("RGPU_TLS=%s: use 1 (TLS on TCP links) or 0", tls_text.c_str());
     return fail(err::InvalidValue);
   }
-  if (tls && mode == "auto") mode = "tcp";  // TLS protects TCP links; shm only when asked for
   // RGPU_TIMEOUT bounds connecting and the whole handshake.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
   auto left_s = [&]() -> int {
@@ -141,34 +135,21 @@ CudaError ServerLink::connect_locked() {
                   .count();
     return static_cast<int>(std::max<int64_t>(1, (ms + 999) / 1000));
   };
-  if (mode != "tcp" && is_loopback_name(host_)) {
-    try {
-      conn_ = transport::shm_connect(transport::shm_socket_name(port_), left_s());
-    } catch (const transport::TransportError& e) {
-      if (mode == "shm") {
-        LOG_ERROR("RGPU_TRANSPORT=shm: %s", e.what());
-        return fail(err::DevicesUnavailable);
-      }
-      LOG_INFO("shared memory unavailable (%s); using TCP", e.what());
-    }
-  } else if (mode == "shm") {
-    LOG_ERROR("RGPU_TRANSPORT=shm needs a server on this machine (%s is not)", host_.c_str());
-    return fail(err::DevicesUnavailable);
+  const transport::Provider* provider = nullptr;
+  try {
+    auto c = transport::Registry::builtin().connect({host_, port_}, mode, tls != 0, left_s());
+    conn_ = std::move(c.conn);
+    provider = c.provider;
+  } catch (const transport::ConnectError& e) {
+    LOG_ERROR("%s", e.what());
+    return fail(e.bad_setting ? err::InvalidValue : err::DevicesUnavailable);
   }
-  if (!conn_) {
+  if (tls && provider->capabilities().tls_wraps) {
     try {
-      conn_ = transport::tcp_connect(host_, port_, left_s());
+      conn_ = secure_link(std::move(conn_), host_);
     } catch (const transport::TransportError& e) {
-      LOG_ERROR("cannot reach rgpud: %s", e.what());
+      LOG_ERROR("TLS with rgpud at %s failed: %s", address().c_str(), e.what());
       return fail(err::DevicesUnavailable);
-    }
-    if (tls) {
-      try {
-        conn_ = secure_link(std::move(conn_), host_);
-      } catch (const transport::TransportError& e) {
-        LOG_ERROR("TLS with rgpud at %s failed: %s", address().c_str(), e.what());
-        return fail(err::DevicesUnavailable);
-      }
     }
   }
   try {
@@ -183,8 +164,8 @@ CudaError ServerLink::connect_locked() {
       return fail(hs.error);
     }
     const HelloRep& rep = hs.hello;
-    hello_ =
-        ServerHello{rep.gpu_count, rep.driver_version, rep.backend, rep.server_info, conn_->kind()};
+    hello_ = ServerHello{rep.gpu_count,   rep.driver_version, rep.backend,
+                         rep.server_info, conn_->kind(),      conn_->capabilities()};
     window_ = rep.payload_window;
     LOG_INFO("connected to %s at %s (%u GPU(s), %s backend)", rep.server_info.c_str(),
              address().c_str(), rep.gpu_count, rep.backend.c_str());
@@ -375,16 +356,19 @@ CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> bo
   return err::Success;
 }
 
-CudaError ServerLink::register_segment(uint32_t gpu, uint64_t id, int fd, uint64_t size) {
+CudaError ServerLink::register_memory(uint32_t gpu, const transport::MemoryRegion& r,
+                                      uint64_t& key) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
   std::lock_guard<std::mutex> lock(fd_mu_);
   try {
-    conn_->send_fd(fd);
+    key = conn_->register_memory(r);
   } catch (const std::exception& ex) {
     LOG_INFO("cannot share page-locked memory: %s", ex.what());
     return err::NotSupported;
   }
-  return call<HostShmRegisterMsg>(HostShmRegisterReq{gpu, id, size});
+  CudaError e = call<HostShmRegisterMsg>(HostShmRegisterReq{gpu, key, r.size});
+  if (e != err::Success) conn_->unregister_memory(key);
+  return e;
 }
 
 CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn) {

@@ -42,7 +42,8 @@ struct ServerHello {
   int32_t driver_version = 0;
   std::string backend;
   std::string info;
-  std::string transport;  // "tcp" or "shm"
+  std::string transport;         // "tcp", "shm", "tls": the connection's kind, for display
+  transport::Capabilities caps;  // what the connection can do
 };
 
 class ServerLink {
@@ -80,9 +81,11 @@ class ServerLink {
                                std::move(rows), width);
   }
 
-  // Shared page-locked memory (shm transport only): hands the server the memfd of a segment.
-  bool shared_memory() const { return hello_.transport == "shm"; }
-  CudaError register_segment(uint32_t gpu, uint64_t id, int fd, uint64_t size);
+  // Shared page-locked memory, on links that register memory (shm): registers `r` with the
+  // transport and announces it to the server (HostShmRegister), which maps and page-locks it.
+  // `key` names it in MemcpyShm / HostShmUnregister.  NotSupported where the link cannot.
+  bool shared_memory() const { return hello_.caps.registers_memory; }
+  CudaError register_memory(uint32_t gpu, const transport::MemoryRegion& r, uint64_t& key);
 
   // Queues a host function: `fn` runs on the callback thread when the stream reaches it.
   CudaError host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn);

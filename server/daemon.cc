@@ -23,8 +23,7 @@
 #include "server/session_process.h"
 #include "server/supervisor.h"
 #include "server/tls_gate.h"
-#include "transport/shm/shm.h"
-#include "transport/tcp/tcp.h"
+#include "transport/registry.h"
 
 namespace rgpu::server {
 namespace {
@@ -145,13 +144,18 @@ int run_daemon(const DaemonConfig& cfg) {
     }
   }
 
-  std::unique_ptr<transport::Listener> listener;
+  // One listener per transport compiled in (transport/registry.h): the network one first, whose
+  // port the co-located ones (the shm socket @rgpud-<port>) are named after.
+  std::vector<transport::OpenListener> listeners;
   try {
-    listener = transport::tcp_listen(cfg.listen_host, cfg.listen_port);
+    std::vector<std::string> warnings;
+    listeners = transport::Registry::builtin().listen({cfg.listen_host, cfg.listen_port}, warnings);
+    for (const auto& w : warnings) LOG_WARN("%s", w.c_str());
   } catch (const std::exception& e) {
     LOG_ERROR("%s", e.what());
     return 1;
   }
+  const transport::ProviderListener* listener = listeners.front().listener.get();
   if (!listener->is_loopback() && !token && !(tls && tls->mutual())) {
     LOG_ERROR(
         "refusing to listen on %s without authentication: give --token-file (clients set "
@@ -159,20 +163,15 @@ int run_daemon(const DaemonConfig& cfg) {
         listener->address().c_str());
     return 2;
   }
-  // Clients on this machine may use shared memory (transport/shm) instead of TCP.
-  std::unique_ptr<transport::Listener> shm;
-  try {
-    shm = transport::shm_listen(transport::shm_socket_name(listener->port()));
-  } catch (const std::exception& e) {
-    LOG_WARN("no shared-memory transport: %s", e.what());
-  }
   if (!cfg.port_file.empty()) {
     std::string tmp = cfg.port_file + ".tmp";
     std::ofstream(tmp) << listener->port() << "\n";
     rename(tmp.c_str(), cfg.port_file.c_str());
   }
-  LOG_NOTICE("listening on %s%s%s (backend %s%s)", listener->address().c_str(), shm ? " and " : "",
-             shm ? shm->address().c_str() : "", use_cuda ? "cuda" : "host",
+  std::string addresses;
+  for (size_t i = 0; i < listeners.size(); ++i)
+    addresses += (i == 0 ? "" : " and ") + listeners[i].listener->address();
+  LOG_NOTICE("listening on %s (backend %s%s)", addresses.c_str(), use_cuda ? "cuda" : "host",
              token ? ", token required" : "");
 
   if (tls)
@@ -216,8 +215,8 @@ int run_daemon(const DaemonConfig& cfg) {
   const pid_t daemon_pid = getpid();
   bool stop = false;
   while (!stop) {
-    std::vector<pollfd> fds = {{sigfd, POLLIN, 0}, {listener->fd(), POLLIN, 0}};
-    if (shm) fds.push_back({shm->fd(), POLLIN, 0});
+    std::vector<pollfd> fds = {{sigfd, POLLIN, 0}};
+    for (const auto& l : listeners) fds.push_back({l.listener->fd(), POLLIN, 0});
     const size_t first_child = fds.size();
     sup.add_control_fds(fds);
     int n = poll(fds.data(), fds.size(), sup.next_deadline_ms());
@@ -230,27 +229,27 @@ int run_daemon(const DaemonConfig& cfg) {
     sup.reap();
     sup.enforce_deadlines();
     if (stop || n <= 0) continue;
-    std::unique_ptr<transport::Connection> conn;
-    int shm_sock = -1;
-    try {
-      if (fds[1].revents & POLLIN)
-        conn = listener->accept();
-      else if (shm && (fds[2].revents & POLLIN))
-        shm_sock = transport::shm_accept(*shm);
-    } catch (const std::exception& e) {
-      LOG_ERROR("%s", e.what());
+    // Phase 1 of accepting: take one raw connection, without waiting for the client.
+    std::unique_ptr<transport::PendingConnection> pending;
+    const transport::Provider* provider = nullptr;
+    for (size_t i = 0; i < listeners.size() && !pending; ++i) {
+      if (!(fds[1 + i].revents & POLLIN)) continue;
+      try {
+        pending = listeners[i].listener->accept();
+        provider = listeners[i].provider;
+      } catch (const std::exception& e) {
+        LOG_ERROR("%s", e.what());
+      }
     }
-    if (!conn && shm_sock < 0) continue;
-    std::string who = conn ? conn->peer() : "(shm)";
+    if (!pending) continue;
+    std::string who = pending->peer();
     if (!sup.handshake_slot_free()) {  // dropped at once: closing the socket is all it costs
       sup.note_dropped(who);
-      if (shm_sock >= 0) close(shm_sock);
       continue;
     }
     int ctl[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
       LOG_ERROR("socketpair: %s; dropping client %s", strerror(errno), who.c_str());
-      if (shm_sock >= 0) close(shm_sock);
       continue;
     }
     pid_t pid = fork();
@@ -258,12 +257,11 @@ int run_daemon(const DaemonConfig& cfg) {
       LOG_ERROR("fork failed: %s; dropping client %s", strerror(errno), who.c_str());
       close(ctl[0]);
       close(ctl[1]);
-      if (shm_sock >= 0) close(shm_sock);
       continue;
     }
     if (pid > 0) {
       close(ctl[1]);
-      if (shm_sock >= 0) close(shm_sock);
+      pending.reset();  // the session process has its own copy of the connection
       sup.add(pid, ctl[0], who);
       LOG_INFO("client %s: session process %d", who.c_str(), pid);
       continue;
@@ -274,18 +272,16 @@ int run_daemon(const DaemonConfig& cfg) {
     close(ctl[0]);
     close(sigfd);
     sup.close_all_in_child();
-    listener.reset();
-    shm.reset();
+    listeners.clear();
     signal(SIGCHLD, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     std::string prefix = "rgpud[" + std::to_string(getpid()) + "]";
     log::init(prefix.c_str(), log::Level::Notice);
-    run_session_process(spc, std::move(conn), shm_sock, ctl[1]);
+    run_session_process(spc, std::move(pending), *provider, ctl[1]);
   }
-  listener.reset();
-  shm.reset();
+  listeners.clear();
   int rc = sup.shut_down(sigfd, cfg.shutdown_timeout_ms);
   close(sigfd);
   return rc;

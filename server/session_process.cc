@@ -10,10 +10,11 @@
 #include "server/output_capture.h"
 #include "server/session.h"
 #include "server/tls_gate.h"
-#include "transport/shm/shm.h"
 
 namespace rgpu::server {
 namespace {
+
+constexpr int kTransportHandshakeSec = 10;
 
 // Asks the daemon whether this authenticated client may have a session; "" when admitted.
 std::string ask_daemon(int control, const std::string& identity) {
@@ -31,19 +32,20 @@ std::string ask_daemon(int control, const std::string& identity) {
 }  // namespace
 
 void run_session_process(const SessionProcessConfig& cfg,
-                         std::unique_ptr<transport::Connection> conn, int shm_sock, int control) {
+                         std::unique_ptr<transport::PendingConnection> pending,
+                         const transport::Provider& provider, int control) {
   // Until the client has authenticated, nothing is spent on it: no executor (GPU context, host
   // ledger slot), no page-locked memory.  The daemon kills this process if the handshake takes
   // longer than --handshake-timeout, however slowly the peer trickles its bytes.
-  if (shm_sock >= 0) {
-    try {
-      conn = transport::shm_adopt(shm_sock);  // the segment handshake
-    } catch (const std::exception& e) {
-      LOG_WARN("%s", e.what());
-      _exit(0);
-    }
+  std::unique_ptr<transport::Connection> conn;
+  try {
+    conn = pending->finish(kTransportHandshakeSec);  // e.g. the shm segment handshake
+  } catch (const std::exception& e) {
+    LOG_WARN("%s", e.what());
+    _exit(0);
   }
-  if (cfg.tls && std::string(conn->kind()) == "tcp") {
+  pending.reset();
+  if (cfg.tls && provider.capabilities().tls_wraps) {
     conn = secure_client(std::move(conn), *cfg.tls);  // the TLS handshake
     if (!conn) _exit(0);
   }

@@ -12,7 +12,7 @@
 #include "backend/host/host_executor.h"
 #include "server/daemon.h"
 #include "server/module_cache.h"
-#include "transport/connection.h"
+#include "transport/provider.h"
 #include "transport/tls/tls.h"
 
 namespace rgpu::server {
@@ -37,9 +37,11 @@ constexpr char kAdmitRequest = 'A';
 constexpr char kAdmitYes = 'Y';
 constexpr char kAdmitNo = 'N';
 
-// Runs in the forked child; never returns.  Exactly one of `conn` and `shm_sock` is set.
+// Runs in the forked child; never returns.  `pending` is what the daemon accepted through
+// `provider` (phase 1); phase 2 of accepting (the transport's handshake, then TLS where the
+// provider's connections take it and rgpud has a certificate) runs here.
 [[noreturn]] void run_session_process(const SessionProcessConfig& cfg,
-                                      std::unique_ptr<transport::Connection> conn, int shm_sock,
-                                      int control);
+                                      std::unique_ptr<transport::PendingConnection> pending,
+                                      const transport::Provider& provider, int control);
 
 }  // namespace rgpu::server

@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "server/session.h"
-#include "transport/shm/segment.h"
+#include "transport/memory.h"
 
 namespace rgpu::server {
 
@@ -20,28 +20,29 @@ using Status = backend::Status;
 
 Status Session::on(HostShmRegisterMsg, const HostShmRegisterReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  if (!conn_.can_pass_fds())
+  if (!conn_.capabilities().registers_memory)
     return Status::fail(err::NotSupported, "shared page-locked memory needs the shm transport");
-  int fd = conn_.recv_fd();
-  // The size is the segment's own (fstat), and it must be sealed against shrinking: a client that
+  // The transport takes the registration (the descriptor beside the byte stream) whatever else is
+  // wrong, and maps it only when it is exactly q.size bytes sealed against shrinking: a client that
   // truncated a registered segment would make this process fault on the next copy.
+  transport::RemoteMapping m;
   std::string why;
-  if (!q.id || shared_.count(q.id))
+  try {
+    m = conn_.map_remote(q.id, q.size);
+  } catch (const transport::TransportError& e) {
+    why = e.what();
+  }
+  if (why.empty() && (!q.id || shared_.count(q.id))) {
     why = "segment id " + std::to_string(q.id) + " is invalid or already registered";
-  else if (q.size == 0)
-    why = "the segment is empty";
-  else
-    transport::shm_check_sealed(fd, q.size, why);
-  void* p =
-      why.empty() ? mmap(nullptr, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-  if (why.empty() && p == MAP_FAILED) why = std::string("mmap: ") + strerror(errno);
-  close(fd);
-  if (p == MAP_FAILED) {
+    conn_.unmap_remote(m);
+  }
+  if (!why.empty()) {
     LOG_WARN("client %s: refusing a page-locked segment: %s", conn_.peer().c_str(), why.c_str());
     return Status::fail(err::InvalidValue, "bad shared page-locked segment: " + why);
   }
+  void* p = m.base;
   if (Status s = exec_.host_register(p, q.size); !s.ok()) {
-    munmap(p, q.size);
+    conn_.unmap_remote(m);
     return s;
   }
   shared_[q.id] = SharedSegment{static_cast<char*>(p), q.size};
@@ -53,7 +54,7 @@ Status Session::on(HostShmUnregisterMsg, const HostShmUnregisterReq& q, Empty&) 
   if (it == shared_.end()) return Status::fail(err::InvalidValue, "no such shared segment");
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
   exec_.host_unregister(it->second.base);
-  munmap(it->second.base, it->second.size);
+  conn_.unmap_remote({it->second.base, it->second.size});
   shared_.erase(it);
   return Status::success();
 }

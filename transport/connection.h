@@ -1,6 +1,6 @@
 // Transport interfaces: a Connection moves bytes in order between a client and a server; a Listener
-// accepts them.  TCP is the first implementation; shared memory and libfabric come later behind the
-// same interface.
+// accepts them.  Implementations: tcp/, shm/, tls/ (over tcp); each is made and accepted through a
+// provider (provider.h, registry.h).
 #pragma once
 
 #include <sys/uio.h>
@@ -17,6 +17,29 @@ struct TransportError : std::runtime_error {
       : std::runtime_error(what), closed(peer_closed), timed_out(deadline) {}
   bool closed;     // the peer closed the connection (EOF or reset)
   bool timed_out;  // a receive or send timeout expired: the peer stalled
+};
+
+// What a transport can do; callers decide by these, never by the transport's name.
+struct Capabilities {
+  bool passes_descriptors = false;    // send_fd / recv_fd work
+  bool registers_memory = false;      // register_memory / map_remote work (zero-copy through it)
+  bool remote_memory_access = false;  // the peer reads and writes registered memory (RDMA)
+  bool co_located_only = false;       // reaches only a peer on this machine
+  bool tls_wraps = false;             // TLS (RGPU_TLS, rgpud --tls-cert) applies on top of it
+};
+
+// Memory this process offers for registration: a descriptor the peer may map (shared memory) and
+// this process's mapping of it.
+struct MemoryRegion {
+  int fd = -1;
+  void* base = nullptr;
+  size_t size = 0;
+};
+
+// The peer's registered memory as this process maps it.
+struct RemoteMapping {
+  char* base = nullptr;
+  size_t size = 0;
 };
 
 class Connection {
@@ -51,6 +74,25 @@ class Connection {
     throw TransportError("this transport cannot pass descriptors");
   }
   virtual int recv_fd() { throw TransportError("this transport cannot pass descriptors"); }
+
+  virtual Capabilities capabilities() const { return {}; }
+  // Registers `r` for the peer's direct use and returns the key the peer resolves it by (sent in
+  // the message that announces it; a descriptor travels beside the byte stream, so the caller
+  // keeps the registration and that message together, under one lock).  The caller keeps owning
+  // the memory and the descriptor.  Throws TransportError where registration is not possible.
+  virtual uint64_t register_memory(const MemoryRegion& /*r*/) {
+    throw TransportError(std::string("the ") + kind() + " transport cannot register memory");
+  }
+  // Ends a registration once the peer no longer uses it (it has unmapped it).
+  virtual void unregister_memory(uint64_t /*key*/) {}
+  // Remote side: takes the registration the peer announced with `key` and maps it, checking it
+  // is exactly `size` bytes that cannot shrink.  Throws TransportError naming what was wrong (the
+  // registration is consumed either way).
+  virtual RemoteMapping map_remote(uint64_t /*key*/, uint64_t /*size*/) {
+    throw TransportError(std::string("the ") + kind() + " transport cannot map peer memory");
+  }
+  // Undoes map_remote.
+  virtual void unmap_remote(const RemoteMapping& /*m*/) {}
 
   void send(const void* p, size_t n) {
     iovec v{const_cast<void*>(p), n};

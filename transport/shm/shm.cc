@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/spin.h"
+#include "transport/memory.h"
 #include "transport/shm/segment.h"
 
 namespace rgpu::transport {
@@ -123,6 +124,27 @@ class ShmConnection final : public Connection {
   bool can_pass_fds() const override { return true; }
   long peer_uid() const override { return uid_; }
   void send_fd(int fd) override { shm_send_fd(sock_, fd); }
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.passes_descriptors = c.registers_memory = c.co_located_only = true;
+    return c;
+  }
+  uint64_t register_memory(const MemoryRegion& r) override {
+    if (r.fd < 0)
+      throw TransportError(
+          "shared memory registers descriptor-backed segments only (transport/memory.h "
+          "allocate_region), not an address");
+    shm_send_fd(sock_, r.fd);
+    return next_key_.fetch_add(1, std::memory_order_relaxed);
+  }
+  RemoteMapping map_remote(uint64_t key, uint64_t size) override {
+    int fd = transport::recv_fd(sock_);
+    if (fd < 0) throw TransportError("the client sent no descriptor");
+    return map_peer_segment(fd, key, size);
+  }
+  void unmap_remote(const RemoteMapping& m) override {
+    if (m.base) munmap(m.base, m.size);
+  }
   int recv_fd() override {
     int fd = transport::recv_fd(sock_);
     if (fd < 0) throw TransportError("the client sent no descriptor");
@@ -228,6 +250,7 @@ class ShmConnection final : public Connection {
   }
 
   int sock_;
+  std::atomic<uint64_t> next_key_{1};
   void* base_;
   size_t ring_;
   std::string peer_;
@@ -310,13 +333,14 @@ int recv_fd(int sock) {
 }
 
 // Server side of the setup: receive and check the client's segment, map it, acknowledge.
-std::unique_ptr<Connection> adopt_client(int sock) {
+std::unique_ptr<Connection> adopt_client(int sock, int timeout_s) {
   ucred cred{};
   socklen_t clen = sizeof cred;
   getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &clen);
   std::string peer = "local pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid);
-  timeval tv{10, 0};
+  timeval tv{timeout_s > 0 ? timeout_s : 10, 0};
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int fd = recv_fd(sock);
   if (fd < 0) {
     close(sock);
@@ -351,6 +375,7 @@ std::unique_ptr<Connection> adopt_client(int sock) {
   }
   tv = timeval{0, 0};
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   return std::make_unique<ShmConnection>(sock, base, head.ring_bytes, true, peer,
                                          static_cast<long>(cred.uid));
 }
@@ -365,7 +390,7 @@ class ShmListener final : public Listener {
       if (errno == EINTR || errno == ECONNABORTED) return nullptr;
       throw TransportError(std::string("accept failed: ") + strerror(errno));
     }
-    return adopt_client(s);
+    return adopt_client(s, 10);
   }
   int fd() const override { return fd_; }
   uint16_t port() const override { return 0; }
@@ -386,7 +411,9 @@ int shm_accept(const Listener& listener) {
   return s;
 }
 
-std::unique_ptr<Connection> shm_adopt(int sock) { return adopt_client(sock); }
+std::unique_ptr<Connection> shm_adopt(int sock, int timeout_s) {
+  return adopt_client(sock, timeout_s);
+}
 
 std::string shm_socket_name(uint16_t port) { return "rgpud-" + std::to_string(port); }
 

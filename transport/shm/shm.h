@@ -15,18 +15,19 @@ namespace rgpu::transport {
 // The unix socket (abstract namespace) of the rgpud listening on TCP port `port`.
 std::string shm_socket_name(uint16_t port);
 
-// Connects to a local rgpud; the segment handshake gives up after `timeout_s` (0: 10 s).  Throws
-// TransportError.
 // Sends descriptor `fd` over unix socket `sock` (SCM_RIGHTS) with one byte of data.  Throws.
 void shm_send_fd(int sock, int fd);
 
+// Connects to a local rgpud; the segment handshake gives up after `timeout_s` (0: 10 s).  Throws
+// TransportError.
 std::unique_ptr<Connection> shm_connect(const std::string& socket_name, int timeout_s = 10);
 // Listens for shared-memory clients.  Throws TransportError.
 std::unique_ptr<Listener> shm_listen(const std::string& socket_name);
 // The two halves of accepting, so that a daemon can fork between them: the raw socket (-1 on
-// EINTR), then the segment handshake (in the session process; throws TransportError).
+// EINTR), then the segment handshake within timeout_s (in the session process; throws
+// TransportError).  The shm provider (shm_provider.cc) is built on these.
 int shm_accept(const Listener& listener);
-std::unique_ptr<Connection> shm_adopt(int sock);
+std::unique_ptr<Connection> shm_adopt(int sock, int timeout_s = 10);
 
 // Both ends of a connection over a socket pair, for tests.
 void shm_pair(std::unique_ptr<Connection>& a, std::unique_ptr<Connection>& b, size_t ring_bytes);

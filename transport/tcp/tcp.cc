@@ -151,6 +151,11 @@ class TcpConnection final : public Connection {
     setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
   }
   const char* kind() const override { return "tcp"; }
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.tls_wraps = true;
+    return c;
+  }
 
  private:
   static constexpr size_t kBuffer = 64 << 10, kDirect = 16 << 10;

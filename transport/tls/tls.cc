@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +36,36 @@ constexpr size_t kGather = 16 << 10;
 // The most one SSL_write is given, so a receiving thread waits at most this much encryption.
 constexpr size_t kMaxWrite = 1 << 20;
 
+// OpenSSL writes to the socket with write(2), not send(MSG_NOSIGNAL): a write to a peer that has
+// gone would raise SIGPIPE and kill a program that did not ignore it (a CUDA program using the
+// client library).  SIGPIPE is blocked in this thread around the call, and one the call left
+// pending is consumed before the old mask returns.
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+  }
+  ~NoSigpipe() {
+    sigset_t pending;
+    if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+      timespec zero{0, 0};
+      sigtimedwait(&pipe_, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
+
 int take_socket(Connection& tcp) {
   if (std::string(tcp.kind()) != "tcp") throw TransportError("TLS runs over TCP connections only");
   int fd = ::dup(tcp.fd());  // the socket outlives the TCP connection object
@@ -55,7 +87,10 @@ class TlsConnection final : public Connection {
   ~TlsConnection() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!down_.load()) api().SSL_shutdown(ssl_);  // close_notify, best effort (non-blocking)
+      if (!down_.load()) {  // close_notify, best effort (non-blocking)
+        NoSigpipe quiet;
+        api().SSL_shutdown(ssl_);
+      }
       api().ERR_clear_error();
       api().SSL_free(ssl_);
     }
@@ -69,6 +104,7 @@ class TlsConnection final : public Connection {
       int r, err;
       {
         std::lock_guard<std::mutex> lock(mu_);
+        NoSigpipe quiet;
         api().ERR_clear_error();
         r = client ? api().SSL_connect(ssl_) : api().SSL_accept(ssl_);
         err = r == 1 ? 0 : api().SSL_get_error(ssl_, r);
@@ -187,6 +223,7 @@ class TlsConnection final : public Connection {
       int r, err;
       {
         std::lock_guard<std::mutex> lock(mu_);
+        NoSigpipe quiet;
         api().ERR_clear_error();
         r = api().SSL_write_ex(ssl_, p, chunk, &done);
         err = r == 1 ? 0 : api().SSL_get_error(ssl_, r);
@@ -214,6 +251,7 @@ class TlsConnection final : public Connection {
       int r, err;
       {
         std::lock_guard<std::mutex> lock(mu_);
+        NoSigpipe quiet;  // a read may write too: an alert, a key update's answer
         api().ERR_clear_error();
         r = api().SSL_read_ex(ssl_, p, n, &got);
         err = r == 1 ? 0 : api().SSL_get_error(ssl_, r);
