@@ -299,6 +299,11 @@ void Session::dispatch(Request& r) {
   if (deferred_) {
     // The work is enqueued; a waiter waits for it and replies (server/waits.cc).
     if constexpr (M::mode == Mode::Sync && std::is_same_v<typename M::Rep, Empty>) {
+      if (s.ok() && std::exchange(deferred_now_, false)) {
+        Wait wait = std::exchange(deferred_, nullptr);
+        finish_wait(h, wait, launched_);  // ready: no handoff
+        return;
+      }
       if (s.ok()) {
         waiter_.post([this, h, wait = std::exchange(deferred_, nullptr),
                       launched = launched_]() mutable { finish_wait(h, wait, launched); });
@@ -306,6 +311,7 @@ void Session::dispatch(Request& r) {
       }
     }
     deferred_ = nullptr;  // (a handler defers only on success, and only for an Empty reply)
+    deferred_now_ = false;
   }
   if (M::mode == Mode::Sync) host_work_.flush();  // what finished streams handed over goes first
   if (M::mode == Mode::Sync && launched_) forward_output();
@@ -406,7 +412,14 @@ Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) 
 Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
-  defer([this, dev](bool&) { return exec_.synchronize(dev); });  // on a waiter
+  // Ready when every stream of the device is idle (a few queries; a private stream's copy in
+  // flight is a chunk's DMA at most); otherwise on a waiter.
+  bool idle = exec_.stream_query(dev, 0).code != err::NotReady;
+  size_t n = 0;
+  for (auto it = streams_.begin(); idle && it != streams_.end(); ++it)
+    if (it->second.device == q.device)
+      idle = ++n <= 8 && exec_.stream_query(dev, it->second.handle).code != err::NotReady;
+  defer([this, dev](bool&) { return exec_.synchronize(dev); }, idle);
   return Status::success();
 }
 

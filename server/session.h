@@ -170,7 +170,9 @@ class Session {
   // reply (unless `wait` set `replied`, having queued its own).  `wait` runs on another thread: it
   // captures what it needs by value and holds no session lock while it waits.
   using Wait = std::function<Status(bool& replied)>;
-  void defer(Wait wait);
+  // `now`: nothing to wait for (checked without waiting): the dispatcher runs it at once, saving
+  // a thread handoff on the common path.
+  void defer(Wait wait, bool now = false);
   void finish_wait(const proto::FrameHeader& h, Wait& wait, bool launched);
   void latch_sticky(CudaError code);
   // Private events and streams (from per-GPU pools, never the client's) for waits.
@@ -237,6 +239,7 @@ class Session {
   bool reply_sent_ = false;                      // the current handler already queued its reply
   std::atomic<CudaError> sticky_{err::Success};  // waiters latch too
   Wait deferred_;                                // set by a handler that defers its wait (defer())
+  bool deferred_now_ = false;                    // ... and it is ready: run it on the dispatcher
   struct Object {
     uint32_t device;
     uint64_t handle;

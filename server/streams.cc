@@ -65,6 +65,7 @@ Status Session::on(StreamSynchronizeMsg, const ObjectReq& q, Empty&) {
   // A private event marks the stream's work so far; a waiter synchronizes it (the stream may be
   // destroyed meanwhile, the event stays valid) and replies.
   const int dev = static_cast<int>(q.device);
+  if (Status s = exec_.stream_query(dev, h); s.code != err::NotReady) return s;  // done: no wait
   uint64_t mark = 0;
   if (Status s = acquire_event(dev, mark); !s.ok()) return s;
   if (Status s = exec_.event_record(dev, mark, h); !s.ok()) {
@@ -138,6 +139,7 @@ Status Session::on(EventSynchronizeMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = event_of(q.device, q.id, h); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
+  if (Status s = exec_.event_query(dev, h); s.code != err::NotReady) return s;  // done: no wait
   hold_event(h);  // a destroy meanwhile waits for this waiter
   defer([this, dev, h](bool&) {
     Status s = exec_.event_synchronize(dev, h);

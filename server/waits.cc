@@ -17,7 +17,10 @@ constexpr unsigned kEventDisableTiming = 2;  // cudaEventDisableTiming
 constexpr unsigned kStreamNonBlocking = 1;   // cudaStreamNonBlocking
 }  // namespace
 
-void Session::defer(Wait wait) { deferred_ = std::move(wait); }
+void Session::defer(Wait wait, bool now) {
+  deferred_ = std::move(wait);
+  deferred_now_ = now;
+}
 
 void Session::latch_sticky(CudaError code) {
   CudaError none = err::Success;
