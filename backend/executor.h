@@ -1,6 +1,8 @@
 // The executor interface: what a server session asks of a GPU backend.  `cuda` runs on real GPUs
 // through the driver API; `host` keeps "device memory" in host memory (a test double for machines
-// without a GPU).  Sessions are single-threaded; an executor belongs to one session process.
+// without a GPU).  An executor belongs to one session process; the session calls it from its
+// dispatcher and its waiters (server/waiter.h) at once, so implementations are safe for concurrent
+// calls.
 #pragma once
 
 #include <cstdint>

@@ -50,6 +50,7 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
                            uint64_t height, uint64_t stream, bool async) {
   const int d = static_cast<int>(dev);
   if (width == 0 || height == 0) return Status::success();
+  if (!async) return write_rows_sync(d, dst, dpitch, width, height);  // on a waiter
   PayloadStream& payload = *current_->payload;
   // A small asynchronous 1-D copy is staged by the backend as it is issued (as CUDA stages
   // pageable memory): its buffers and window bytes go back at once, with no host function.
@@ -78,10 +79,9 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
       status = for_pieces(a, b, width, dpitch, [&](uint64_t doff, uint64_t hoff, Rect r) {
         const char* src = c.data + hoff;
         if (staged) return exec_.copy_to_device_staged(d, dst + doff, src, r.width, stream);
-        return async ? exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream)
-                     : exec_.copy_to_device(d, dst + doff, dpitch, src, width, r);
+        return exec_.copy_to_device_async(d, dst + doff, dpitch, src, width, r, stream);
       });
-    if (async && !staged) {
+    if (!staged) {
       held.push_back(c.data);
       held_bytes += c.size;
       if (held.size() == kReleaseBatch) give_back();
@@ -90,7 +90,7 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
     }
     a = b;
   }
-  if (async && !staged) give_back();
+  if (!staged) give_back();
   if (staged) {
     const uint64_t credit = std::min(credit_left_, a);
     credit_left_ -= credit;
@@ -101,74 +101,119 @@ Status Session::write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t
   return status;
 }
 
+// A synchronous copy starts after all earlier legacy-stream work (an event the dispatcher records
+// now) and ends before its reply; it runs on a waiter, on a private stream, so later work of other
+// streams goes on meanwhile.  The reader still receives the payload in order, chunk i+1 while
+// chunk i is copied.
+Status Session::write_rows_sync(int dev, uint64_t dst, uint64_t dpitch, uint64_t width,
+                                uint64_t height) {
+  uint64_t mark = 0;
+  if (Status s = mark_legacy(dev, mark); !s.ok()) return s;
+  std::shared_ptr<PayloadStream> payload = current_->payload;
+  defer([this, dev, dst, dpitch, width, height, mark, payload](bool&) {
+    Status status = exec_.event_synchronize(dev, mark);
+    release_event(dev, mark);
+    uint64_t stream = 0;
+    if (status.ok()) status = acquire_stream(dev, stream);
+    const bool have_stream = status.ok();
+    uint64_t a = 0;
+    // Every chunk is taken (and given back) even after a failure: the reader goes on.
+    for (Chunk c; payload->next(c);) {
+      uint64_t b = a + c.size;
+      if (status.ok())
+        status = for_pieces(a, b, width, dpitch, [&](uint64_t doff, uint64_t hoff, Rect r) {
+          return exec_.copy_to_device_async(dev, dst + doff, dpitch, c.data + hoff, width, r,
+                                            stream);
+        });
+      if (status.ok()) status = exec_.stream_synchronize(dev, stream);
+      payload->release(c);
+      a = b;
+    }
+    if (have_stream) release_stream(dev, stream);
+    if (a != width * height && status.ok())
+      status = Status::fail(err::InvalidValue, "the client went away in the middle of a copy");
+    return status;
+  });
+  return Status::success();
+}
+
 Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
                                 uint64_t height) {
   const int d = static_cast<int>(dev);
   const uint64_t total = width * height;
-  if (launched_) {
-    // The copy waits for the legacy stream anyway; what kernels printed goes out before the data.
-    if (Status s = exec_.stream_synchronize(d, 0); !s.ok()) return s;
-    forward_output();
-  }
-  const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
-  const uint64_t step =
-      chunk ? chunk : pool_.buffer_bytes();  // whole rows per buffer when possible
-  Status status;
-  // One chunk [a, b) into a staging buffer; on failure the promised bytes still go out (zeros)
-  // and the trailer tells.
-  auto fill = [&](uint64_t a, uint64_t b) {
-    OutItem item;
-    char* buf = pool_.acquire_wait();
-    if (!buf) {
-      status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
-      static const char zeros[64 << 10] = {};
-      for (uint64_t n = b - a; n;) {
-        uint64_t k = std::min<uint64_t>(n, sizeof zeros);
-        item.payload.push_back({const_cast<char*>(zeros), k});
-        n -= k;
-      }
-      return item;
-    }
-    if (status.ok())
-      status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
-        return exec_.copy_to_host(d, buf + hoff, width, src + soff, spitch, r);
-      });
-    if (!status.ok()) memset(buf, 0, b - a);
-    item.payload.push_back({buf, b - a});
-    item.release = [this, buf] { pool_.release(buf); };
-    return item;
-  };
-  // The first chunk is copied before anything is queued: that copy is where the legacy stream's
-  // ordering is waited for, which may mean waiting for a client's host callback, whose RunCallback
-  // must be able to go out meanwhile.  Nothing else reaches the GPU until this handler returns, so
-  // the later chunks wait for nothing, and the group below never waits for a callback.
-  OutItem first;
-  if (total) first = fill(0, std::min(total, step));
-  host_work_.flush();  // data of asynchronous copies that finished goes first
-  std::vector<uint8_t> body = encode_ok_reply(Empty{});
-  FrameHeader h{current_->header.type,
-                static_cast<uint16_t>(kFlagReply | (total ? kFlagTrailer : 0)),
-                static_cast<uint32_t>(body.size()), current_->header.request_id, total};
-  OutItem head;
-  head.head = channel::Channel::encode_head(h.type, h.flags, h.request_id, body, h.payload_len);
-  reply_sent_ = true;
-  if (!total) {
-    outbox_.push(std::move(head), Outbox::Block::IfFull);
-    return Status::success();
-  }
-  // The reply, its chunks and its trailer go out together (see Outbox::begin_group).
-  struct Group {
-    Outbox& o;
-    explicit Group(Outbox& ob) : o(ob) { o.begin_group(); }
-    ~Group() { o.end_group(); }
-  } group(outbox_);
-  outbox_.push(std::move(head));
-  outbox_.push(std::move(first));
-  for (uint64_t a = step; a < total; a += step) outbox_.push(fill(a, std::min(total, a + step)));
-  OutItem tail;
-  tail.trailer = status.code;
-  outbox_.push(std::move(tail));
-  return status;
+  if (!total) return Status::success();  // nothing to wait for: the usual reply
+  uint64_t mark = 0;
+  if (Status s = mark_legacy(d, mark); !s.ok()) return s;
+  const FrameHeader req = current_->header;
+  const bool launched = launched_;
+  // A copy of one chunk with the legacy stream already past `mark` runs on the dispatcher (a short
+  // DMA, no handoff); others on a waiter.
+  const bool now = total <= pool_.buffer_bytes() && exec_.event_query(d, mark).ok();
+  // Wait for the legacy stream's earlier work, then copy on a private stream.
+  defer(
+      [this, d, src, spitch, width, total, mark, req, launched](bool& replied) {
+        Status status = exec_.event_synchronize(d, mark);
+        release_event(d, mark);
+        if (!status.ok()) return status;
+        if (launched) forward_output(req.request_id);  // what kernels printed goes before the data
+        uint64_t stream = 0;
+        if (status = acquire_stream(d, stream); !status.ok()) return status;
+        const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
+        const uint64_t step = chunk ? chunk : pool_.buffer_bytes();  // whole rows when possible
+        // One chunk [a, b) into a staging buffer; on failure the promised bytes still go out
+        // (zeros) and the trailer tells.
+        auto fill = [&](uint64_t a, uint64_t b) {
+          OutItem item;
+          char* buf = pool_.acquire_wait();
+          if (!buf) {
+            status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
+            static const char zeros[64 << 10] = {};
+            for (uint64_t n = b - a; n;) {
+              uint64_t k = std::min<uint64_t>(n, sizeof zeros);
+              item.payload.push_back({const_cast<char*>(zeros), k});
+              n -= k;
+            }
+            return item;
+          }
+          if (status.ok())
+            status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
+              return exec_.copy_to_host_async(d, buf + hoff, width, src + soff, spitch, r, stream);
+            });
+          if (status.ok()) status = exec_.stream_synchronize(d, stream);
+          if (!status.ok()) memset(buf, 0, b - a);
+          item.payload.push_back({buf, b - a});
+          item.release = [this, buf] { pool_.release(buf); };
+          return item;
+        };
+        host_work_.flush();  // data of asynchronous copies that finished goes first
+        std::vector<uint8_t> body = encode_ok_reply(Empty{});
+        FrameHeader h{req.type, static_cast<uint16_t>(kFlagReply | kFlagTrailer),
+                      static_cast<uint32_t>(body.size()), req.request_id, total};
+        OutItem head;
+        head.head =
+            channel::Channel::encode_head(h.type, h.flags, h.request_id, body, h.payload_len);
+        replied = true;
+        {
+          // The reply, its chunks and its trailer go out together (see Outbox::begin_group).  The
+          // copies wait for nothing now (the legacy stream's part is done, the stream is private),
+          // so the group never waits for a client's callback.
+          struct Group {
+            Outbox& o;
+            explicit Group(Outbox& ob) : o(ob) { o.begin_group(); }
+            ~Group() { o.end_group(); }
+          } group(outbox_);
+          outbox_.push(std::move(head));
+          for (uint64_t a = 0; a < total; a += step)
+            outbox_.push(fill(a, std::min(total, a + step)));
+          OutItem tail;
+          tail.trailer = status.code;
+          outbox_.push(std::move(tail));
+        }
+        release_stream(d, stream);
+        return status;
+      },
+      now);
+  return Status::success();
 }
 
 Status Session::read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,

@@ -35,14 +35,17 @@ uint64_t layout_end(const fatbin::KernelLayout& l) {
 
 }  // namespace
 
-void Session::forward_output() {
+void Session::forward_output() { forward_output(current_->header.request_id); }
+
+void Session::forward_output(uint64_t request_id) {
+  // The dispatcher and waiters: one taker at a time, so no output is sent twice.
   if (!config_.output) return;
+  std::lock_guard<std::mutex> lock(output_mu_);  // no backend call, no wait (Block::Never)
   std::string out = config_.output->take();
   if (out.empty()) return;
   DeviceOutputMsg m;
   m.bytes.assign(out.begin(), out.end());
-  push_frame(static_cast<uint16_t>(MsgId::DeviceOutput), 0, current_->header.request_id,
-             encode_message(m));
+  push_frame(static_cast<uint16_t>(MsgId::DeviceOutput), 0, request_id, encode_message(m));
 }
 
 void Session::unload_modules(int dev) {

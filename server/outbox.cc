@@ -64,7 +64,10 @@ void Outbox::push(OutItem item, Block block) {
 }
 
 void Outbox::begin_group() {
-  std::lock_guard<std::mutex> lock(mu_);
+  // One group at a time (several waiters may reply with data): a second waits for the first,
+  // which only waits for the writer.
+  std::unique_lock<std::mutex> lock(mu_);
+  group_cv_.wait(lock, [&] { return !grouped_ || broken_ || stopping_; });
   grouped_ = true;
   group_owner_ = std::this_thread::get_id();
 }
@@ -72,6 +75,7 @@ void Outbox::begin_group() {
 void Outbox::end_group() {
   std::lock_guard<std::mutex> lock(mu_);
   grouped_ = false;
+  group_cv_.notify_all();
   if (deferred_.empty()) return;
   for (auto& item : deferred_) {
     queued_bytes_ += item_bytes(item);
@@ -93,6 +97,7 @@ void Outbox::stop() {
     stopping_ = true;
     cv_.notify_one();
     space_cv_.notify_all();
+    group_cv_.notify_all();
   }
   if (writer_.joinable()) writer_.join();
 }
@@ -165,6 +170,7 @@ void Outbox::send(OutItem& item) {
         std::lock_guard<std::mutex> lock(mu_);
         broken_ = true;
         space_cv_.notify_all();
+        group_cv_.notify_all();
       }
       // The session's reader sees the end and tears the session down (a client that stopped
       // reading must not keep it, or its memory, for ever).

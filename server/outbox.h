@@ -52,7 +52,8 @@ class Outbox {
   void push(OutItem item, Block block = Block::Never);
   // A frame sent as several items (a reply and its payload chunks) must not be split by items
   // other threads push meanwhile: between begin_group() and end_group() the calling thread's items
-  // go out as usual and everyone else's wait, in order, until end_group().
+  // go out as usual and everyone else's wait, in order, until end_group().  One group at a time:
+  // begin_group() waits while another thread's group is open.
   void begin_group();
   void end_group();
   // Sends what is queued, then stops the writer.
@@ -73,6 +74,7 @@ class Outbox {
   std::mutex mu_;
   std::condition_variable cv_;        // the writer
   std::condition_variable space_cv_;  // producers waiting for room
+  std::condition_variable group_cv_;  // threads waiting to open a group
   std::deque<OutItem> items_;
   size_t queued_bytes_ = 0;  // bytes of items_
   Clock::time_point last_sent_ = Clock::now();

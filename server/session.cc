@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 
 #include "backend/gate.h"
 #include "common/log.h"
@@ -44,11 +45,17 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       async_pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
       modules_(exec.device_count()),
-      module_ids_(exec.device_count()) {}
+      module_ids_(exec.device_count()),
+      free_events_(exec.device_count()),
+      free_streams_(exec.device_count()),
+      all_events_(exec.device_count()),
+      all_streams_(exec.device_count()) {}
 
 Session::~Session() {
   cancel_callbacks();
+  waiter_.stop();  // waits end: the gates are open, the GPU finishes
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+  free_private();
   host_work_.stop();
   host_work_.drain();  // what host functions handed over (buffers back to their pools)
   for (size_t d = 0; d < allocs_.size(); ++d)
@@ -74,6 +81,7 @@ void Session::run() {
     // its window.
     uint32_t n = static_cast<uint32_t>(queued_.load(std::memory_order_acquire)) +
                  (serving_.load(std::memory_order_acquire) ? 1 : 0) +
+                 static_cast<uint32_t>(waiter_.pending()) +
                  (held_payload_.load(std::memory_order_acquire) ? 1 : 0);
     if (n == 0) return std::nullopt;
     return make_frame(static_cast<uint16_t>(MsgId::Heartbeat), 0, 0,
@@ -93,6 +101,7 @@ void Session::run() {
     queue_cv_.notify_one();
   }
   dispatcher.join();
+  waiter_.stop();  // pending waits finish (their replies are dropped if the link is gone)
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
   host_work_.stop();  // runs what the streams handed over, then stops
   outbox_.stop();
@@ -298,13 +307,31 @@ void Session::dispatch(Request& r) {
 
   typename M::Rep rep{};
   Status s;
-  if (sticky_ != err::Success && M::id != MsgId::Ping && M::id != MsgId::DeviceReset) {
-    s = Status::fail(sticky_, "the device context is unusable after an earlier error");
+  if (CudaError e = sticky_.load();
+      e != err::Success && M::id != MsgId::Ping && M::id != MsgId::DeviceReset) {
+    s = Status::fail(e, "the device context is unusable after an earlier error");
   } else {
     s = on(M{}, req, rep);
   }
-  if (!s.ok() && cuda_error_is_sticky(s.code)) sticky_ = s.code;
+  if (!s.ok() && cuda_error_is_sticky(s.code)) latch_sticky(s.code);
   if (credit_left_) payload_done(std::exchange(credit_left_, 0));
+  if (deferred_) {
+    // The work is enqueued; a waiter waits for it and replies (server/waits.cc).
+    if constexpr (M::mode == Mode::Sync && std::is_same_v<typename M::Rep, Empty>) {
+      if (s.ok() && std::exchange(deferred_now_, false)) {
+        Wait wait = std::exchange(deferred_, nullptr);
+        finish_wait(h, wait, launched_);  // ready: no handoff
+        return;
+      }
+      if (s.ok()) {
+        waiter_.post([this, h, wait = std::exchange(deferred_, nullptr),
+                      launched = launched_]() mutable { finish_wait(h, wait, launched); });
+        return;
+      }
+    }
+    deferred_ = nullptr;  // (a handler defers only on success, and only for an Empty reply)
+    deferred_now_ = false;
+  }
   if (M::mode == Mode::Sync) host_work_.flush();  // what finished streams handed over goes first
   if (M::mode == Mode::Sync && launched_) forward_output();
   if (reply_sent_) return;  // a payload-out handler queued its reply itself
@@ -403,12 +430,22 @@ Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) 
 
 Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  return exec_.synchronize(static_cast<int>(q.device));
+  const int dev = static_cast<int>(q.device);
+  // Ready when every stream of the device is idle (a few queries; a private stream's copy in
+  // flight is a chunk's DMA at most); otherwise on a waiter.
+  bool idle = exec_.stream_query(dev, 0).code != err::NotReady;
+  size_t n = 0;
+  for (auto it = streams_.begin(); idle && it != streams_.end(); ++it)
+    if (it->second.device == q.device)
+      idle = ++n <= 8 && exec_.stream_query(dev, it->second.handle).code != err::NotReady;
+  defer([this, dev](bool&) { return exec_.synchronize(dev); }, idle);
+  return Status::success();
 }
 
 Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   int dev = static_cast<int>(q.device);
+  waiter_.wait_idle();  // no wait may use the device's handles while they go
   exec_.synchronize(dev);
   for (uint64_t p : allocs_[dev].allocations()) exec_.mem_free(dev, p);
   allocs_[dev].clear();
@@ -417,7 +454,9 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
     for (auto it = objects->begin(); it != objects->end();)
       it = it->second.device == q.device ? objects->erase(it) : std::next(it);
   sticky_ = err::Success;
-  return exec_.reset(dev);
+  Status s = exec_.reset(dev);
+  forget_private(dev);  // the reset destroyed them
+  return s;
 }
 
 Status Session::on(MemGetInfoMsg, const DeviceReq& q, MemGetInfoRep& rep) {

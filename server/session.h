@@ -1,8 +1,10 @@
-// One client's session, run in its own process.  After the handshake three threads share it:
+// One client's session, run in its own process.  After the handshake these threads share it:
 //   reader      reads requests (payloads straight into page-locked buffers) and answers
 //               CallbackDone at once, so a stream held by a client callback never waits behind
 //               the dispatcher;
-//   dispatcher  executes requests in order; it may wait for the GPU;
+//   dispatcher  enqueues requests' work in arrival order; it does not wait for the GPU: a
+//               synchronizing request hands its wait and its reply to a waiter (server/waiter.h);
+//   waiters     wait for a stream, event or device, run synchronous copies, and reply;
 //   writer      (Outbox) sends replies and everything else, in the order they were produced.
 // Everything the client allocated is released when the session ends, however the connection ends.
 #pragma once
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +32,7 @@
 #include "server/outbox.h"
 #include "server/output_capture.h"
 #include "server/payload.h"
+#include "server/waiter.h"
 #include "transport/connection.h"
 
 namespace rgpu::server {
@@ -123,6 +127,33 @@ class Session {
   Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
   void unload_modules(int dev);
   void forward_output();
+  void forward_output(uint64_t request_id);  // any thread
+
+  // Waits off the dispatcher (server/waits.cc).  A handler that must wait enqueues what it needs,
+  // then calls defer(wait): the dispatcher posts `wait` to a waiter, which runs it and sends the
+  // reply (unless `wait` set `replied`, having queued its own).  `wait` runs on another thread: it
+  // captures what it needs by value and holds no session lock while it waits.
+  using Wait = std::function<Status(bool& replied)>;
+  // `now`: nothing to wait for (checked without waiting): the dispatcher runs it at once, saving
+  // a thread handoff on the common path.
+  void defer(Wait wait, bool now = false);
+  void finish_wait(const proto::FrameHeader& h, Wait& wait, bool launched);
+  void latch_sticky(CudaError code);
+  // Private events and streams (from per-GPU pools, never the client's) for waits.
+  Status acquire_event(int dev, uint64_t& event);
+  void release_event(int dev, uint64_t event);
+  Status acquire_stream(int dev, uint64_t& stream);
+  void release_stream(int dev, uint64_t stream);
+  // A private event recorded on the legacy stream now: marks "after all earlier legacy work".
+  Status mark_legacy(int dev, uint64_t& event);
+  void forget_private(int dev);  // after a device reset (its handles are gone)
+  void free_private();
+  // A client event a waiter synchronizes is destroyed by the last such waiter.
+  void hold_event(uint64_t handle);
+  void unhold_event(int dev, uint64_t handle);
+  bool destroy_when_unheld(int dev, uint64_t handle);  // false: nobody holds it, destroy it now
+  Status write_rows_sync(int dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height);
+  Status copy_shm_sync(int dev, char* host, uint64_t device_ptr, uint64_t size, bool to_device);
 
   // Host callbacks (server/streams.cc).
   struct Gate;
@@ -169,9 +200,11 @@ class Session {
   std::chrono::milliseconds heartbeat_interval_{1000};
 
   // Dispatcher state.
-  Request* current_ = nullptr;  // the request being served
-  bool reply_sent_ = false;     // the current handler already queued its reply
-  CudaError sticky_ = err::Success;
+  Request* current_ = nullptr;                   // the request being served
+  bool reply_sent_ = false;                      // the current handler already queued its reply
+  std::atomic<CudaError> sticky_{err::Success};  // waiters latch too
+  Wait deferred_;                                // set by a handler that defers its wait (defer())
+  bool deferred_now_ = false;                    // ... and it is ready: run it on the dispatcher
   struct Object {
     uint32_t device;
     uint64_t handle;
@@ -218,6 +251,16 @@ class Session {
   std::atomic<uint64_t> pending_credit_{0};  // given back, not yet told (payload_done)
   std::atomic<uint64_t> held_payload_{0};    // asynchronous payload not yet given back
   std::atomic<bool> idle_{false};            // the dispatcher waits for a request
+
+  std::mutex output_mu_;  // forward_output: one taker of the kernels' output at a time
+  // Waits (server/waits.cc).  waits_mu_ guards the maps only, never held across a backend call.
+  std::mutex waits_mu_;
+  std::vector<std::vector<uint64_t>> free_events_, free_streams_;  // per GPU, idle
+  std::vector<std::vector<uint64_t>> all_events_, all_streams_;    // per GPU, every private one
+  std::map<uint64_t, int> event_holders_;                          // client event handle -> waits
+  std::map<uint64_t, int> destroy_later_;  // client event handle -> its GPU, destroyed unheld
+  // Last: its threads use everything above; stopped first.
+  Waiter waiter_;
 };
 
 }  // namespace rgpu::server

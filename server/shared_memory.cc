@@ -52,6 +52,7 @@ Status Session::on(HostShmRegisterMsg, const HostShmRegisterReq& q, Empty&) {
 Status Session::on(HostShmUnregisterMsg, const HostShmUnregisterReq& q, Empty&) {
   auto it = shared_.find(q.id);
   if (it == shared_.end()) return Status::fail(err::InvalidValue, "no such shared segment");
+  waiter_.wait_idle();  // no synchronous copy on a waiter uses the segment any more
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
   exec_.host_unregister(it->second.base);
   conn_.unmap_remote({it->second.base, it->second.size});
@@ -70,16 +71,11 @@ Status Session::copy_shm(const MemcpyShmReq& q, bool async) {
   if (q.size == 0) return Status::success();
   const int d = static_cast<int>(q.device);
   char* host = it->second.base + q.offset;
+  if (!async) return copy_shm_sync(d, host, q.device_ptr, q.size, q.to_device);  // on a waiter
   Rect r{q.size, 1};
   if (q.to_device)
-    return async ? exec_.copy_to_device_async(d, q.device_ptr, q.size, host, q.size, r, stream)
-                 : exec_.copy_to_device(d, q.device_ptr, q.size, host, q.size, r);
-  if (!async && launched_) {
-    if (Status s = exec_.stream_synchronize(d, 0); !s.ok()) return s;
-    forward_output();
-  }
-  return async ? exec_.copy_to_host_async(d, host, q.size, q.device_ptr, q.size, r, stream)
-               : exec_.copy_to_host(d, host, q.size, q.device_ptr, q.size, r);
+    return exec_.copy_to_device_async(d, q.device_ptr, q.size, host, q.size, r, stream);
+  return exec_.copy_to_host_async(d, host, q.size, q.device_ptr, q.size, r, stream);
 }
 
 Status Session::on(MemcpyShmMsg, const MemcpyShmReq& q, Empty&) { return copy_shm(q, false); }

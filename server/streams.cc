@@ -62,7 +62,22 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
 Status Session::on(StreamSynchronizeMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.id, h); !s.ok()) return s;
-  return exec_.stream_synchronize(static_cast<int>(q.device), h);
+  // A private event marks the stream's work so far; a waiter synchronizes it (the stream may be
+  // destroyed meanwhile, the event stays valid) and replies.
+  const int dev = static_cast<int>(q.device);
+  if (Status s = exec_.stream_query(dev, h); s.code != err::NotReady) return s;  // done: no wait
+  uint64_t mark = 0;
+  if (Status s = acquire_event(dev, mark); !s.ok()) return s;
+  if (Status s = exec_.event_record(dev, mark, h); !s.ok()) {
+    release_event(dev, mark);
+    return s;
+  }
+  defer([this, dev, mark](bool&) {
+    Status s = exec_.event_synchronize(dev, mark);
+    release_event(dev, mark);
+    return s;
+  });
+  return Status::success();
 }
 
 Status Session::on(StreamQueryMsg, const ObjectReq& q, Empty&) {
@@ -102,6 +117,8 @@ Status Session::on(EventDestroyMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = event_of(q.device, q.id, h); !s.ok()) return s;
   events_.erase(q.id);
+  // A waiter synchronizing it destroys it when done (CUDA: released once complete).
+  if (destroy_when_unheld(static_cast<int>(q.device), h)) return Status::success();
   return exec_.event_destroy(static_cast<int>(q.device), h);
 }
 
@@ -121,7 +138,15 @@ Status Session::on(EventQueryMsg, const ObjectReq& q, Empty&) {
 Status Session::on(EventSynchronizeMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = event_of(q.device, q.id, h); !s.ok()) return s;
-  return exec_.event_synchronize(static_cast<int>(q.device), h);
+  const int dev = static_cast<int>(q.device);
+  if (Status s = exec_.event_query(dev, h); s.code != err::NotReady) return s;  // done: no wait
+  hold_event(h);  // a destroy meanwhile waits for this waiter
+  defer([this, dev, h](bool&) {
+    Status s = exec_.event_synchronize(dev, h);
+    unhold_event(dev, h);
+    return s;
+  });
+  return Status::success();
 }
 
 Status Session::on(EventElapsedMsg, const EventElapsedReq& q, EventElapsedRep& rep) {

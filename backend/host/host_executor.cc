@@ -183,6 +183,7 @@ class HostExecutor final : public Executor {
   }
   Status reset(int dev) override {
     streams_[dev] = std::make_unique<HostStreams>();
+    std::lock_guard<std::mutex> lock(events_mu_);
     events_.clear();
     return Status::success();
   }
@@ -196,20 +197,21 @@ class HostExecutor final : public Executor {
     return streams_[dev]->destroy(stream) ? Status::success() : no_stream();
   }
   Status stream_synchronize(int dev, uint64_t stream) override {
-    if (!streams_[dev]->exists(stream)) return no_stream();
-    streams_[dev]->tail(stream)->wait();
+    FencePtr tail = streams_[dev]->tail(stream);
+    if (!tail) return no_stream();
+    tail->wait();  // no lock held
     return Status::success();
   }
   Status stream_query(int dev, uint64_t stream) override {
-    if (!streams_[dev]->exists(stream)) return no_stream();
-    return streams_[dev]->tail(stream)->ready() ? Status::success()
-                                                : Status::fail(err::NotReady, "stream busy");
+    FencePtr tail = streams_[dev]->tail(stream);
+    if (!tail) return no_stream();
+    return tail->ready() ? Status::success() : Status::fail(err::NotReady, "stream busy");
   }
   Status stream_wait_event(int dev, uint64_t stream, uint64_t event) override {
-    auto it = events_.find(event);
-    if (it == events_.end()) return no_event();
+    FencePtr fence;
+    if (!event_fence(event, fence)) return no_event();
     if (!streams_[dev]->exists(stream)) return no_stream();
-    if (it->second->fence) streams_[dev]->submit(stream, nullptr, {it->second->fence});
+    if (fence && !streams_[dev]->submit(stream, nullptr, {fence})) return no_stream();
     return Status::success();
   }
   Status stream_priority_range(int, int& least, int& greatest) override {
@@ -220,43 +222,49 @@ class HostExecutor final : public Executor {
   Status event_create(int, unsigned flags, uint64_t& event) override {
     auto e = std::make_shared<Event>();
     e->timing = !(flags & 2);  // cudaEventDisableTiming = 2
+    std::lock_guard<std::mutex> lock(events_mu_);
     event = next_event_++;
     events_[event] = e;
     return Status::success();
   }
   Status event_destroy(int, uint64_t event) override {
+    std::lock_guard<std::mutex> lock(events_mu_);
     return events_.erase(event) ? Status::success() : no_event();
   }
   Status event_record(int dev, uint64_t event, uint64_t stream) override {
+    std::lock_guard<std::mutex> lock(events_mu_);  // enqueueing only, no wait
     auto it = events_.find(event);
     if (it == events_.end()) return no_event();
-    if (!streams_[dev]->exists(stream)) return no_stream();
-    it->second->fence = streams_[dev]->submit(stream, nullptr);
+    FencePtr fence = streams_[dev]->submit(stream, nullptr);
+    if (!fence) return no_stream();
+    it->second->fence = fence;
     return Status::success();
   }
   Status event_query(int, uint64_t event) override {
-    auto it = events_.find(event);
-    if (it == events_.end()) return no_event();
-    if (it->second->fence && !it->second->fence->ready())
-      return Status::fail(err::NotReady, "event not reached yet");
+    FencePtr fence;
+    if (!event_fence(event, fence)) return no_event();
+    if (fence && !fence->ready()) return Status::fail(err::NotReady, "event not reached yet");
     return Status::success();
   }
   Status event_synchronize(int, uint64_t event) override {
-    auto it = events_.find(event);
-    if (it == events_.end()) return no_event();
-    if (it->second->fence) it->second->fence->wait();
+    FencePtr fence;
+    if (!event_fence(event, fence)) return no_event();
+    if (fence) fence->wait();  // no lock held
     return Status::success();
   }
   Status event_elapsed(int, uint64_t start, uint64_t end, float& ms) override {
-    auto a = events_.find(start), b = events_.find(end);
-    if (a == events_.end() || b == events_.end()) return no_event();
-    if (!a->second->timing || !b->second->timing || !a->second->fence || !b->second->fence)
-      return no_event();
-    if (!a->second->fence->ready() || !b->second->fence->ready())
-      return Status::fail(err::NotReady, "event not reached yet");
-    ms = std::chrono::duration<float, std::milli>(b->second->fence->when() -
-                                                  a->second->fence->when())
-             .count();
+    FencePtr a, b;
+    {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      auto ia = events_.find(start), ib = events_.find(end);
+      if (ia == events_.end() || ib == events_.end()) return no_event();
+      if (!ia->second->timing || !ib->second->timing) return no_event();
+      a = ia->second->fence;
+      b = ib->second->fence;
+      if (!a || !b) return no_event();
+    }
+    if (!a->ready() || !b->ready()) return Status::fail(err::NotReady, "event not reached yet");
+    ms = std::chrono::duration<float, std::milli>(b->when() - a->when()).count();
     return Status::success();
   }
   // Like CUDA's, host functions run with a "driver lock" held, which allocation of page-locked
@@ -433,9 +441,15 @@ class HostExecutor final : public Executor {
   static Status no_stream() { return Status::fail(400, "no such stream"); }
   static Status no_event() { return Status::fail(400, "no such event"); }
   Status submit(int dev, uint64_t stream, std::function<void()> fn) {
-    if (!streams_[dev]->exists(stream)) return no_stream();
-    streams_[dev]->submit(stream, std::move(fn));
-    return Status::success();
+    return streams_[dev]->submit(stream, std::move(fn)) ? Status::success() : no_stream();
+  }
+  // The event's latest fence (null: never recorded); false if there is no such event.
+  bool event_fence(uint64_t event, FencePtr& fence) {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    auto it = events_.find(event);
+    if (it == events_.end()) return false;
+    fence = it->second->fence;
+    return true;
   }
   static void copy2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch, Rect r) {
     for (uint64_t row = 0; row < r.height; ++row)
@@ -464,6 +478,9 @@ class HostExecutor final : public Executor {
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<Kernel> kernels_;
   std::vector<std::unique_ptr<HostStreams>> streams_;
+  // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
+  // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)
+  std::mutex events_mu_;
   std::map<uint64_t, std::shared_ptr<Event>> events_;
   uint64_t next_event_ = 1;
   std::mutex driver_mu_;

@@ -78,37 +78,62 @@ void HostStream::run() {
 HostStreams::HostStreams() : legacy_(std::make_unique<HostStream>(true)) {}
 
 uint64_t HostStreams::create(bool blocking) {
+  auto stream = std::make_unique<HostStream>(blocking);
+  std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_++;
-  streams_[id] = std::make_unique<HostStream>(blocking);
+  streams_[id] = std::move(stream);
   return id;
 }
 
 bool HostStreams::destroy(uint64_t stream) {
-  // Like cudaStreamDestroy: queued work still completes (the worker drains before it stops).
-  return streams_.erase(stream) > 0;
+  // Like cudaStreamDestroy: queued work still completes (the worker drains before it stops), and
+  // that happens outside the lock.
+  std::unique_ptr<HostStream> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) return false;
+    gone = std::move(it->second);
+    streams_.erase(it);
+  }
+  return true;
 }
 
-bool HostStreams::exists(uint64_t stream) const { return stream == 0 || streams_.count(stream); }
+bool HostStreams::exists(uint64_t stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stream == 0 || streams_.count(stream);
+}
 
 FencePtr HostStreams::submit(uint64_t stream, std::function<void()> task,
                              std::vector<FencePtr> waits) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (stream == 0) {
     for (auto& [id, s] : streams_)
       if (s->blocking()) waits.push_back(s->tail());
     return legacy_->enqueue(std::move(waits), std::move(task));
   }
-  HostStream& s = *streams_.at(stream);
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return nullptr;
+  HostStream& s = *it->second;
   if (s.blocking()) waits.push_back(legacy_->tail());
   return s.enqueue(std::move(waits), std::move(task));
 }
 
 FencePtr HostStreams::tail(uint64_t stream) {
-  return stream == 0 ? legacy_->tail() : streams_.at(stream)->tail();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream == 0) return legacy_->tail();
+  auto it = streams_.find(stream);
+  return it == streams_.end() ? nullptr : it->second->tail();
 }
 
 void HostStreams::synchronize() {
-  legacy_->tail()->wait();
-  for (auto& [id, s] : streams_) s->tail()->wait();
+  std::vector<FencePtr> tails;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tails.push_back(legacy_->tail());
+    for (auto& [id, s] : streams_) tails.push_back(s->tail());
+  }
+  for (auto& f : tails) f->wait();
 }
 
 }  // namespace rgpu::backend

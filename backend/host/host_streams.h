@@ -57,20 +57,25 @@ class HostStream {
   std::thread worker_;
 };
 
-// The streams of one emulated GPU.  Handle 0 is its legacy default stream.
+// The streams of one emulated GPU.  Handle 0 is its legacy default stream.  Safe for calls from
+// several threads (a session's dispatcher enqueues while its waiters synchronize); nothing waits
+// while holding the lock.
 class HostStreams {
  public:
   HostStreams();
   uint64_t create(bool blocking);
   bool destroy(uint64_t stream);
-  bool exists(uint64_t stream) const;
-  // Queues `task` on `stream` with the legacy stream's implicit synchronization.
+  bool exists(uint64_t stream);
+  // Queues `task` on `stream` with the legacy stream's implicit synchronization; null when the
+  // stream does not exist.
   FencePtr submit(uint64_t stream, std::function<void()> task, std::vector<FencePtr> waits = {});
+  // The fence of the stream's latest work; null for a stream that does not exist.
   FencePtr tail(uint64_t stream);
-  // Waits until every stream is idle.
+  // Waits until every stream is idle (the work queued when it is called).
   void synchronize();
 
  private:
+  std::mutex mu_;  // the map; never held while waiting for a fence
   std::unique_ptr<HostStream> legacy_;
   std::map<uint64_t, std::unique_ptr<HostStream>> streams_;
   uint64_t next_ = 1;
