@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
@@ -42,6 +43,46 @@ std::vector<DeviceSpec> parse_servers(const std::string& spec, std::vector<std::
   return out;
 }
 
+std::optional<uint64_t> parse_va_base(const std::string& text, std::string& error) {
+  std::string_view t = text;
+  int radix = 10;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    t.remove_prefix(2);
+    radix = 16;
+  }
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, radix);
+  if (t.empty() || ec != std::errc() || p != t.data() + t.size()) {
+    error = "RGPU_VA_BASE=" + text + " is not an address (want e.g. 0x500000000000)";
+    return std::nullopt;
+  }
+  if (v % (2ull << 20) || v < (4ull << 30) || v >= kWindowLimit) {
+    error = "RGPU_VA_BASE=" + text +
+            " must be a multiple of 2 MiB, at least 4 GiB and below 0x700000000000";
+    return std::nullopt;
+  }
+  return v;
+}
+
+void assign_windows(std::vector<DeviceSpec>& devices, uint64_t base,
+                    std::vector<std::string>& errors) {
+  const uint64_t fit = base < kWindowLimit ? (kWindowLimit - base) / kWindowSize : 0;
+  if (devices.size() > fit) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(base));
+    errors.push_back("RGPU_SERVERS names " + std::to_string(devices.size()) +
+                     " devices, but only " + std::to_string(fit) +
+                     " address windows of 1 TiB fit between " + buf +
+                     " (RGPU_VA_BASE) and 0x700000000000; devices from '" +
+                     devices[fit].text + "' on are left out");
+    devices.resize(fit);
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    devices[i].window_base = base + i * kWindowSize;
+    devices[i].window_size = kWindowSize;
+  }
+}
+
 Config load_config() {
   Config c;
   const char* servers = getenv("RGPU_SERVERS");
@@ -54,6 +95,17 @@ Config load_config() {
         "no devices");
   else if (c.devices.empty())
     LOG_ERROR("RGPU_SERVERS names no usable server; no devices");
+  uint64_t va_base = kDefaultVaBase;
+  if (const char* b = getenv("RGPU_VA_BASE"); b && *b) {
+    std::string why;
+    if (auto v = parse_va_base(b, why))
+      va_base = *v;
+    else
+      LOG_ERROR("%s; using 0x%llx", why.c_str(), static_cast<unsigned long long>(va_base));
+  }
+  errors.clear();
+  assign_windows(c.devices, va_base, errors);
+  for (auto& e : errors) LOG_ERROR("%s", e.c_str());
   if (const char* t = getenv("RGPU_TOKEN"); t && *t) c.token = t;
   if (const char* e = getenv("RGPU_EAGER_BYTES"); e && *e) {
     if (auto v = parse_size(e))

@@ -4,6 +4,8 @@
 //   RGPU_TOKEN    shared token for servers that require authentication
 //   RGPU_TIMEOUT  seconds of silence from a server after which it is taken for gone (default 10,
 //                 0: wait for ever); also bounds connecting and the handshake
+//   RGPU_VA_BASE  where the address windows of the devices begin (default 0x500000000000): device
+//                 i's allocations lie in [base + i TiB, base + (i + 1) TiB)
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,22 @@ struct DeviceSpec {
   uint16_t port = 0;
   uint32_t gpu = 0;  // GPU index on that server
   std::string text;  // as written, for messages
+  // The device's address window: its server places every allocation of this device inside.
+  uint64_t window_base = 0;
+  uint64_t window_size = 0;
 };
+
+constexpr uint64_t kDefaultVaBase = 0x500000000000ull;
+constexpr uint64_t kWindowSize = 1ull << 40;        // 1 TiB per device
+constexpr uint64_t kWindowLimit = 0x700000000000ull;  // windows end at or below this
+
+// Parses RGPU_VA_BASE (a hexadecimal or decimal address, a multiple of 2 MiB, at least 4 GiB);
+// nullopt with `error` set otherwise.
+std::optional<uint64_t> parse_va_base(const std::string& text, std::string& error);
+// Gives devices their windows from `base`, in order; devices whose window would end beyond
+// kWindowLimit are dropped, with a message in `errors`.
+void assign_windows(std::vector<DeviceSpec>& devices, uint64_t base,
+                    std::vector<std::string>& errors);
 
 // Parses RGPU_SERVERS syntax; malformed entries are reported in `errors` and skipped.
 std::vector<DeviceSpec> parse_servers(const std::string& spec, std::vector<std::string>& errors);

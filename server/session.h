@@ -21,6 +21,7 @@
 #include "backend/executor.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "server/address_windows.h"
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
 #include "server/host_work.h"
@@ -95,6 +96,7 @@ class Session {
   Status on(proto::MemGetInfoMsg, const proto::DeviceReq&, proto::MemGetInfoRep&);
   Status on(proto::MallocMsg, const proto::MallocReq&, proto::MallocRep&);
   Status on(proto::FreeMsg, const proto::FreeReq&, proto::Empty&);
+  Status on(proto::AddressWindowMsg, const proto::AddressWindowReq&, proto::Empty&);
   Status on(proto::MemcpyHtoDMsg, const proto::MemcpyHtoDReq&, proto::Empty&);
   Status on(proto::MemcpyDtoHMsg, const proto::MemcpyDtoHReq&, proto::Empty&);
   Status on(proto::MemcpyDtoDMsg, const proto::MemcpyDtoDReq&, proto::Empty&);
@@ -191,6 +193,7 @@ class Session {
   // Declared after the pools: it is drained before they go.
   HostWork host_work_;
   std::vector<AllocationTable> allocs_;
+  AddressWindows windows_;  // where allocations go (server/address_windows.h)
 
   // Requests from the reader to the dispatcher.
   std::mutex queue_mu_;

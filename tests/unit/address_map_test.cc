@@ -58,3 +58,60 @@ TEST(AllocationTable, Containment) {
   EXPECT_TRUE(t.remove(2000));
   EXPECT_FALSE(t.contains(2000, 1));
 }
+
+TEST(AddressMap, DeviceRangesDoNotOverlap) {
+  AddressMap m;
+  const uint64_t base = 0x310000000000ull;
+  EXPECT_TRUE(m.add_device(DeviceRange{base, 0x1000, 0}));
+  // Device/device: another device's range overlapping (either end, inside, around) is refused.
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x800, 0x1000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base - 0x800, 0x1000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x10, 0x10, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base - 0x10, 0x2000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base, 0x1000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{UINT64_MAX - 4, 16, 1}));  // wraps around
+  // Nothing was corrupted: the first range is intact and still device 0's.
+  int dev = -1;
+  EXPECT_TRUE(m.device_range_ok(base, 0x1000, &dev));
+  EXPECT_EQ(dev, 0);
+  EXPECT_EQ(m.device_allocations(1).size(), 0u);
+  // Adjacent ranges are fine.
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 0x1000, 0x1000, 1}));
+  EXPECT_TRUE(m.add_device(DeviceRange{base - 0x1000, 0x1000, 1}));
+  // A module variable seen again (the same GPU named by two devices) is accepted as known; a
+  // different variable over it is not.
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 0x4000, 0x100, 0, false}));
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 0x4000, 0x100, 1, false}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x4000, 0x200, 1, false}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x4000, 0x100, 1, true}));
+}
+
+TEST(AddressMap, DeviceAndHostRangesDoNotOverlap) {
+  AddressMap m;
+  const uint64_t base = 0x320000000000ull;
+  EXPECT_TRUE(m.add_device(DeviceRange{base, 0x1000, 0}));
+  EXPECT_FALSE(m.add_host(HostRange{base + 0x100, 0x10, 0, true, 0}));
+  EXPECT_FALSE(m.add_host(HostRange{base - 0x100, 0x200, 0, true, 0}));
+  EXPECT_TRUE(m.add_host(HostRange{base + 0x2000, 0x1000, 0, true, 0}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x2800, 0x1000, 1}));
+  EXPECT_FALSE(m.find_host(base + 0x100).has_value());
+  EXPECT_TRUE(m.find_host(base + 0x2800).has_value());
+}
+
+TEST(AddressMap, WindowsAreReservedAndExclusive) {
+  AddressMap m;
+  const uint64_t base = 0x330000000000ull, size = 1ull << 30;
+  std::string why;
+  ASSERT_TRUE(m.reserve_window(base, size, &why)) << why;
+  // This process's own memory cannot land there.
+  void* p = mmap(reinterpret_cast<void*>(base + (size >> 1)), 4096, PROT_READ,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  EXPECT_EQ(p, MAP_FAILED);
+  // A second window over it is refused, naming the range.
+  EXPECT_FALSE(m.reserve_window(base + (size >> 1), size, &why));
+  EXPECT_NE(why.find("0x330020000000"), std::string::npos) << why;
+  // Allocations inside the window are device memory.
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 4096, 256, 2}));
+  EXPECT_EQ(m.find_device(base + 4096 + 255)->device, 2);
+  EXPECT_FALSE(m.find_device(base).has_value());
+}
