@@ -255,7 +255,7 @@ bool write_plot(const std::string& json, const std::string& png, const std::stri
 
 // Sizes of the allocation-rate rows (bench/worker.cu measures the same).
 constexpr uint64_t kAllocSizes[] = {4ull << 10, 64ull << 10, 1ull << 20,
-                                    2ull << 20, 8ull << 20, 64ull << 20};
+                                    2ull << 20, 8ull << 20,  64ull << 20};
 
 // TLS against plain TCP, both through rgpu in this run: what encryption costs.
 void print_tls_rows(const std::vector<Result>& all, const std::string& server, uint64_t max_bytes) {

@@ -96,8 +96,7 @@ bool AddressMap::add_device(const DeviceRange& r) {
     // The same module variable seen again (two virtual devices naming one GPU share a session's
     // modules): already known.
     auto same = device_.find(r.base);
-    if (same != device_.end() && !same->second.freeable && same->second.size == r.size)
-      return true;
+    if (same != device_.end() && !same->second.freeable && same->second.size == r.size) return true;
   }
   if (overlaps(device_, r.base, r.size) || overlaps(host_, r.base, r.size)) return false;
   device_[r.base] = r;

@@ -44,8 +44,9 @@ Client::Client() {
     std::string why;
     v.window_reserved = map_.reserve_window(d.window_base, d.window_size, &why);
     if (!v.window_reserved)
-      LOG_ERROR("device %zu ('%s'): %s; its allocations will fail (set RGPU_VA_BASE to a free range)",
-                devices_.size(), d.text.c_str(), why.c_str());
+      LOG_ERROR(
+          "device %zu ('%s'): %s; its allocations will fail (set RGPU_VA_BASE to a free range)",
+          devices_.size(), d.text.c_str(), why.c_str());
     devices_.push_back(std::move(v));
   }
 }

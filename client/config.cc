@@ -1,8 +1,8 @@
 #include "client/config.h"
 
 #include <charconv>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/log.h"
@@ -66,19 +66,30 @@ std::optional<uint64_t> parse_va_base(const std::string& text, std::string& erro
 
 void assign_windows(std::vector<DeviceSpec>& devices, uint64_t base,
                     std::vector<std::string>& errors) {
-  const uint64_t fit = base < kWindowLimit ? (kWindowLimit - base) / kWindowSize : 0;
-  if (devices.size() > fit) {
+  // Windows follow each other from `base`, stepping over the range where Linux loads
+  // position-independent executables and starts their heap ([kPieLow, kPieHigh)): the client's
+  // and the server's own program may lie there.
+  std::vector<uint64_t> windows;
+  for (uint64_t w = base; windows.size() < devices.size() && w + kWindowSize <= kWindowLimit;
+       w += kWindowSize) {
+    if (w < kPieHigh && w + kWindowSize > kPieLow) {
+      w = kPieHigh - kWindowSize;
+      continue;
+    }
+    windows.push_back(w);
+  }
+  if (windows.size() < devices.size()) {
     char buf[64];
     snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(base));
     errors.push_back("RGPU_SERVERS names " + std::to_string(devices.size()) +
-                     " devices, but only " + std::to_string(fit) +
+                     " devices, but only " + std::to_string(windows.size()) +
                      " address windows of 1 TiB fit between " + buf +
                      " (RGPU_VA_BASE) and 0x700000000000; devices from '" +
-                     devices[fit].text + "' on are left out");
-    devices.resize(fit);
+                     devices[windows.size()].text + "' on are left out");
+    devices.resize(windows.size());
   }
   for (size_t i = 0; i < devices.size(); ++i) {
-    devices[i].window_base = base + i * kWindowSize;
+    devices[i].window_base = windows[i];
     devices[i].window_size = kWindowSize;
   }
 }

@@ -5,7 +5,8 @@
 //   RGPU_TIMEOUT  seconds of silence from a server after which it is taken for gone (default 10,
 //                 0: wait for ever); also bounds connecting and the handshake
 //   RGPU_VA_BASE  where the address windows of the devices begin (default 0x500000000000): device
-//                 i's allocations lie in [base + i TiB, base + (i + 1) TiB)
+//                 i's allocations lie in the i-th TiB from there, skipping 0x550000000000 to
+//                 0x570000000000 (where programs are loaded); windows end below 0x700000000000
 #pragma once
 
 #include <cstdint>
@@ -26,14 +27,18 @@ struct DeviceSpec {
 };
 
 constexpr uint64_t kDefaultVaBase = 0x500000000000ull;
-constexpr uint64_t kWindowSize = 1ull << 40;        // 1 TiB per device
+constexpr uint64_t kWindowSize = 1ull << 40;          // 1 TiB per device
 constexpr uint64_t kWindowLimit = 0x700000000000ull;  // windows end at or below this
+// Where x86-64 Linux loads position-independent executables (and their heap starts), randomized:
+// no window lies here.
+constexpr uint64_t kPieLow = 0x550000000000ull;
+constexpr uint64_t kPieHigh = 0x570000000000ull;
 
 // Parses RGPU_VA_BASE (a hexadecimal or decimal address, a multiple of 2 MiB, at least 4 GiB);
 // nullopt with `error` set otherwise.
 std::optional<uint64_t> parse_va_base(const std::string& text, std::string& error);
-// Gives devices their windows from `base`, in order; devices whose window would end beyond
-// kWindowLimit are dropped, with a message in `errors`.
+// Gives devices their windows from `base`, in order, skipping [kPieLow, kPieHigh); devices whose
+// window would end beyond kWindowLimit are dropped, with a message in `errors`.
 void assign_windows(std::vector<DeviceSpec>& devices, uint64_t base,
                     std::vector<std::string>& errors);
 

@@ -63,10 +63,10 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
   }
   for (auto& v : lm.variables)
     if (v.found && !map_.add_device(DeviceRange{v.addr, v.size, dev, false}))
-      LOG_ERROR("device %d: module variable at 0x%llx (%llu bytes) overlaps memory this process "
-                "already knows; copies to it are refused",
-                dev, static_cast<unsigned long long>(v.addr),
-                static_cast<unsigned long long>(v.size));
+      LOG_ERROR(
+          "device %d: module variable at 0x%llx (%llu bytes) overlaps memory this process "
+          "already knows; copies to it are refused",
+          dev, static_cast<unsigned long long>(v.addr), static_cast<unsigned long long>(v.size));
   m->loaded[dev] = std::move(lm);
   *out = &m->loaded[dev];
   return err::Success;

@@ -105,8 +105,7 @@ void AddressWindows::release(uint64_t base, Window& w) {
   w.heap->release_all();
   w.heap.reset();
   if (Status s = exec_.va_release(static_cast<int>(w.dev), base, w.size); !s.ok())
-    LOG_WARN("releasing the address window at %s failed: %s", hex(base).c_str(),
-             s.message.c_str());
+    LOG_WARN("releasing the address window at %s failed: %s", hex(base).c_str(), s.message.c_str());
 }
 
 void AddressWindows::release_device(uint32_t dev) {

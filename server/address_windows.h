@@ -19,7 +19,7 @@ namespace rgpu::server {
 class AddressWindows {
  public:
   static constexpr uint64_t kDefaultBase = 0x500000000000ull;
-  static constexpr uint64_t kDefaultSize = 1ull << 40;  // 1 TiB
+  static constexpr uint64_t kDefaultSize = 1ull << 40;     // 1 TiB
   static constexpr uint64_t kUserTop = 0x800000000000ull;  // end of user address space (x86-64)
   static constexpr size_t kMaxWindows = 256;
 

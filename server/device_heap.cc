@@ -82,10 +82,10 @@ Status DeviceHeap::get_mapping(uint64_t len, uint64_t& addr) {
     found = take_range(len, addr);
   }
   if (!found)
-    return Status::fail(err::MemoryAllocation,
-                        "the device's address window (" + std::to_string(size_ >> 20) +
-                            " MiB at " + hex(base_) + ") has no free range of " +
-                            std::to_string(len) + " bytes");
+    return Status::fail(err::MemoryAllocation, "the device's address window (" +
+                                                   std::to_string(size_ >> 20) + " MiB at " +
+                                                   hex(base_) + ") has no free range of " +
+                                                   std::to_string(len) + " bytes");
   if (Status s = mapper_.map(addr, len); !s.ok()) {
     return_range(addr, len);
     return s;

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <string>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
@@ -79,8 +79,8 @@ class CudaExecutor final : public Executor {
   Status mem_granularity(int dev, uint64_t& granularity) override {
     CUmemAllocationProp prop = alloc_prop(dev, false);
     size_t g = 0;
-    if (Status s = check(drv_.cuMemGetAllocationGranularity(&g, &prop,
-                                                             CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (Status s =
+            check(drv_.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
         !s.ok())
       return s;
     granularity = g && (g & (g - 1)) == 0 ? g : 2ull << 20;
@@ -97,8 +97,8 @@ class CudaExecutor final : public Executor {
     if (p != base) {
       drv_.cuMemAddressFree(p, size);
       return Status::fail(err::MemoryAllocation,
-                          "the driver reserved the address window asked at " + hex(base) +
-                              " at " + hex(p) + " instead (is the range in use?)");
+                          "the driver reserved the address window asked at " + hex(base) + " at " +
+                              hex(p) + " instead (is the range in use?)");
     }
     return Status::success();
   }
@@ -116,8 +116,9 @@ class CudaExecutor final : public Executor {
       CUmemAllocationProp prop = alloc_prop(dev, true);
       r = drv_.cuMemCreate(&h, size, &prop, 0);
       if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) {
-        LOG_INFO("cuMemCreate with a POSIX file descriptor handle refused (%s); without from now on",
-                 drv_.describe(r).c_str());
+        LOG_INFO(
+            "cuMemCreate with a POSIX file descriptor handle refused (%s); without from now on",
+            drv_.describe(r).c_str());
         no_fd_handles_.store(true, std::memory_order_relaxed);
       }
     }
@@ -499,7 +500,7 @@ class CudaExecutor final : public Executor {
 
   CudaDriver drv_;
   std::atomic<bool> no_fd_handles_{false};  // cuMemCreate refused shareable handles
-  std::atomic<bool> cpu_gates_{false};  // no stream memory operations: gates wait on the CPU
+  std::atomic<bool> cpu_gates_{false};      // no stream memory operations: gates wait on the CPU
   std::mutex ctx_mu_;
   int version_ = 0;
   std::vector<CUcontext> ctx_;

@@ -135,8 +135,8 @@ class HostExecutor final : public Executor {
   Status mem_unmap(int dev, uint64_t addr, uint64_t size) override {
     auto it = allocs_[dev].find(addr);
     if (it == allocs_[dev].end() || it->second != size)
-      return Status::fail(err::InvalidValue, "host backend: no mapping of " +
-                                                 std::to_string(size) + " bytes at " + hex(addr));
+      return Status::fail(err::InvalidValue, "host backend: no mapping of " + std::to_string(size) +
+                                                 " bytes at " + hex(addr));
     streams_[dev]->synchronize();  // cheap insurance: no host kernel may touch it afterwards
     release(dev, it->first, it->second);
     allocs_[dev].erase(it);

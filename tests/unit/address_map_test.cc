@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include "client/config.h"
 #include "server/allocation_table.h"
 
 using rgpu::client::AddressMap;
@@ -114,4 +115,35 @@ TEST(AddressMap, WindowsAreReservedAndExclusive) {
   EXPECT_TRUE(m.add_device(DeviceRange{base + 4096, 256, 2}));
   EXPECT_EQ(m.find_device(base + 4096 + 255)->device, 2);
   EXPECT_FALSE(m.find_device(base).has_value());
+}
+
+TEST(AddressWindowsConfig, LayoutSkipsWhereProgramsAreLoaded) {
+  std::vector<std::string> errors;
+  std::vector<rgpu::client::DeviceSpec> d(30);
+  for (size_t i = 0; i < d.size(); ++i) d[i].text = "s/" + std::to_string(i);
+  rgpu::client::assign_windows(d, rgpu::client::kDefaultVaBase, errors);
+  EXPECT_TRUE(errors.empty());
+  ASSERT_EQ(d.size(), 30u);
+  EXPECT_EQ(d[0].window_base, 0x500000000000ull);
+  EXPECT_EQ(d[4].window_base, 0x540000000000ull);
+  EXPECT_EQ(d[5].window_base, 0x570000000000ull);  // 0x55.. and 0x56..: executables
+  EXPECT_EQ(d[29].window_base, 0x6f0000000000ull);
+  for (auto& x : d) EXPECT_EQ(x.window_size, 1ull << 40);
+  // One more does not fit: refused, naming the first device left out.
+  d.resize(31);
+  d[30].text = "extra/0";
+  rgpu::client::assign_windows(d, rgpu::client::kDefaultVaBase, errors);
+  EXPECT_EQ(d.size(), 30u);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("'extra/0'"), std::string::npos) << errors[0];
+}
+
+TEST(AddressWindowsConfig, BaseMustBeAnAlignedAddress) {
+  std::string why;
+  EXPECT_EQ(rgpu::client::parse_va_base("0x600000000000", why), 0x600000000000ull);
+  EXPECT_EQ(rgpu::client::parse_va_base(std::to_string(0x600000000000ull), why), 0x600000000000ull);
+  for (const char* bad : {"", "0x", "zz", "0x600000000001", "0x1000", "0x700000000000", "-1"}) {
+    EXPECT_FALSE(rgpu::client::parse_va_base(bad, why).has_value()) << bad;
+    EXPECT_NE(why.find("RGPU_VA_BASE"), std::string::npos);
+  }
 }

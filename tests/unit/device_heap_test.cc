@@ -25,7 +25,9 @@ class FakeMapper : public Mapper {
     if (mapped_bytes + size > capacity) return Status::fail(2, "fake GPU out of memory");
     auto next = ranges.lower_bound(addr);
     EXPECT_TRUE(next == ranges.end() || next->first >= addr + size) << "overlapping map";
-    if (next != ranges.begin()) EXPECT_LE(std::prev(next)->first + std::prev(next)->second, addr);
+    if (next != ranges.begin()) {
+      EXPECT_LE(std::prev(next)->first + std::prev(next)->second, addr);
+    }
     EXPECT_EQ(addr % (2 * kMiB), 0u);
     EXPECT_EQ(size % (2 * kMiB), 0u);
     ranges[addr] = size;
@@ -192,8 +194,12 @@ TEST(DeviceHeap, RandomSmallAllocationsNeverOverlap) {
     ASSERT_EQ(p % 256, 0u);
     ASSERT_TRUE(m.mapped(p, size));
     auto next = live.lower_bound(p);
-    if (next != live.end()) ASSERT_GE(next->first, p + size);
-    if (next != live.begin()) ASSERT_LE(std::prev(next)->first + std::prev(next)->second, p);
+    if (next != live.end()) {
+      ASSERT_GE(next->first, p + size);
+    }
+    if (next != live.begin()) {
+      ASSERT_LE(std::prev(next)->first + std::prev(next)->second, p);
+    }
     live[p] = size;
   }
   for (auto& [p, size] : live) ASSERT_TRUE(h.free(p).ok());
