@@ -9,81 +9,81 @@
 namespace rgpu::backend {
 
 struct CudaDriver {
-#define RGPU_CU_FUNCS(X)                                                                         \
-  X(cuInit, CUresult (*)(unsigned))                                                              \
-  X(cuDriverGetVersion, CUresult (*)(int*))                                                      \
-  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                        \
-  X(cuGetErrorString, CUresult (*)(CUresult, const char**))                                      \
-  X(cuDeviceGetCount, CUresult (*)(int*))                                                        \
-  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                                   \
-  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                                         \
-  X(cuDeviceGetUuid_v2, CUresult (*)(CUuuid*, CUdevice))                                         \
-  X(cuDeviceTotalMem_v2, CUresult (*)(size_t*, CUdevice))                                        \
-  X(cuDeviceGetAttribute, CUresult (*)(int*, CUdevice_attribute, CUdevice))                      \
-  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                                \
-  X(cuDevicePrimaryCtxRelease_v2, CUresult (*)(CUdevice))                                        \
-  X(cuDevicePrimaryCtxReset_v2, CUresult (*)(CUdevice))                                          \
-  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                    \
-  X(cuCtxSynchronize, CUresult (*)(void))                                                        \
-  X(cuMemAddressReserve,                                                                         \
-    CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))                 \
-  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                         \
-  X(cuMemCreate, CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, \
-                              unsigned long long))                                               \
-  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                    \
-  X(cuMemMap,                                                                                    \
-    CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
-  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                               \
-  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))           \
-  X(cuMemGetAllocationGranularity,                                                               \
-    CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))         \
-  X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                             \
-  X(cuMemHostAlloc, CUresult (*)(void**, size_t, unsigned))                                      \
-  X(cuMemFreeHost, CUresult (*)(void*))                                                          \
-  X(cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void*, size_t))                             \
-  X(cuMemcpyDtoH_v2, CUresult (*)(void*, CUdeviceptr, size_t))                                   \
-  X(cuMemcpyDtoD_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t))                             \
-  X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                           \
-  X(cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))                             \
-  X(cuLibraryLoadData, CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,    \
-                                    CUlibraryOption*, void**, unsigned))                         \
-  X(cuLibraryUnload, CUresult (*)(CUlibrary))                                                    \
-  X(cuLibraryGetKernel, CUresult (*)(CUkernel*, CUlibrary, const char*))                         \
-  X(cuLibraryGetGlobal, CUresult (*)(CUdeviceptr*, size_t*, CUlibrary, const char*))             \
-  X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t*, size_t*))                      \
-  X(cuKernelGetAttribute, CUresult (*)(int*, CUfunction_attribute, CUkernel, CUdevice))          \
-  X(cuKernelSetAttribute, CUresult (*)(CUfunction_attribute, int, CUkernel, CUdevice))           \
-  X(cuKernelSetCacheConfig, CUresult (*)(CUkernel, CUfunc_cache, CUdevice))                      \
-  X(cuKernelGetFunction, CUresult (*)(CUfunction*, CUkernel))                                    \
-  X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,   \
-                                 unsigned, unsigned, CUstream, void**, void**))                  \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                        \
-    CUresult (*)(int*, CUfunction, int, size_t, unsigned))                                       \
-  X(cuStreamCreateWithPriority, CUresult (*)(CUstream*, unsigned, int))                          \
-  X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                                  \
-  X(cuStreamSynchronize, CUresult (*)(CUstream))                                                 \
-  X(cuStreamQuery, CUresult (*)(CUstream))                                                       \
-  X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                                \
-  X(cuCtxGetStreamPriorityRange, CUresult (*)(int*, int*))                                       \
-  X(cuEventCreate, CUresult (*)(CUevent*, unsigned))                                             \
-  X(cuEventDestroy_v2, CUresult (*)(CUevent))                                                    \
-  X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                              \
-  X(cuEventQuery, CUresult (*)(CUevent))                                                         \
-  X(cuEventSynchronize, CUresult (*)(CUevent))                                                   \
-  X(cuEventElapsedTime_v2, CUresult (*)(float*, CUevent, CUevent))                               \
-  X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                                   \
-  X(cuStreamWaitValue32_v2, CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))           \
-  X(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr*, void*, unsigned))                   \
-  X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))              \
-  X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))                    \
-  X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))              \
-  X(cuMemcpy2DAsync_v2, CUresult (*)(const CUDA_MEMCPY2D*, CUstream))                            \
-  X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))                 \
-  X(cuMemcpyPeerAsync,                                                                           \
-    CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))              \
-  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                               \
-  X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))                                    \
-  X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                                 \
+#define RGPU_CU_FUNCS(X)                                                                       \
+  X(cuInit, CUresult (*)(unsigned))                                                            \
+  X(cuDriverGetVersion, CUresult (*)(int*))                                                    \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                      \
+  X(cuGetErrorString, CUresult (*)(CUresult, const char**))                                    \
+  X(cuDeviceGetCount, CUresult (*)(int*))                                                      \
+  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                                 \
+  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                                       \
+  X(cuDeviceGetUuid_v2, CUresult (*)(CUuuid*, CUdevice))                                       \
+  X(cuDeviceTotalMem_v2, CUresult (*)(size_t*, CUdevice))                                      \
+  X(cuDeviceGetAttribute, CUresult (*)(int*, CUdevice_attribute, CUdevice))                    \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                              \
+  X(cuDevicePrimaryCtxRelease_v2, CUresult (*)(CUdevice))                                      \
+  X(cuDevicePrimaryCtxReset_v2, CUresult (*)(CUdevice))                                        \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                  \
+  X(cuCtxSynchronize, CUresult (*)(void))                                                      \
+  X(cuMemAddressReserve, CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr,              \
+                                      unsigned long long))                                     \
+  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                       \
+  X(cuMemCreate, CUresult (*)(CUmemGenericAllocationHandle*, size_t,                           \
+                              const CUmemAllocationProp*, unsigned long long))                 \
+  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                  \
+  X(cuMemMap, CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,          \
+                           unsigned long long))                                                \
+  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                             \
+  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))         \
+  X(cuMemGetAllocationGranularity, CUresult (*)(size_t*, const CUmemAllocationProp*,           \
+                                                CUmemAllocationGranularity_flags))             \
+  X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                           \
+  X(cuMemHostAlloc, CUresult (*)(void**, size_t, unsigned))                                    \
+  X(cuMemFreeHost, CUresult (*)(void*))                                                        \
+  X(cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void*, size_t))                           \
+  X(cuMemcpyDtoH_v2, CUresult (*)(void*, CUdeviceptr, size_t))                                 \
+  X(cuMemcpyDtoD_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t))                           \
+  X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                         \
+  X(cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))                           \
+  X(cuLibraryLoadData, CUresult (*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned,  \
+                                    CUlibraryOption*, void**, unsigned))                       \
+  X(cuLibraryUnload, CUresult (*)(CUlibrary))                                                  \
+  X(cuLibraryGetKernel, CUresult (*)(CUkernel*, CUlibrary, const char*))                       \
+  X(cuLibraryGetGlobal, CUresult (*)(CUdeviceptr*, size_t*, CUlibrary, const char*))           \
+  X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t*, size_t*))                    \
+  X(cuKernelGetAttribute, CUresult (*)(int*, CUfunction_attribute, CUkernel, CUdevice))        \
+  X(cuKernelSetAttribute, CUresult (*)(CUfunction_attribute, int, CUkernel, CUdevice))         \
+  X(cuKernelSetCacheConfig, CUresult (*)(CUkernel, CUfunc_cache, CUdevice))                    \
+  X(cuKernelGetFunction, CUresult (*)(CUfunction*, CUkernel))                                  \
+  X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                                 unsigned, unsigned, CUstream, void**, void**))                \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                      \
+    CUresult (*)(int*, CUfunction, int, size_t, unsigned))                                     \
+  X(cuStreamCreateWithPriority, CUresult (*)(CUstream*, unsigned, int))                        \
+  X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                                \
+  X(cuStreamSynchronize, CUresult (*)(CUstream))                                               \
+  X(cuStreamQuery, CUresult (*)(CUstream))                                                     \
+  X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                              \
+  X(cuCtxGetStreamPriorityRange, CUresult (*)(int*, int*))                                     \
+  X(cuEventCreate, CUresult (*)(CUevent*, unsigned))                                           \
+  X(cuEventDestroy_v2, CUresult (*)(CUevent))                                                  \
+  X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                            \
+  X(cuEventQuery, CUresult (*)(CUevent))                                                       \
+  X(cuEventSynchronize, CUresult (*)(CUevent))                                                 \
+  X(cuEventElapsedTime_v2, CUresult (*)(float*, CUevent, CUevent))                             \
+  X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                                 \
+  X(cuStreamWaitValue32_v2, CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))         \
+  X(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr*, void*, unsigned))                 \
+  X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))            \
+  X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))                  \
+  X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))            \
+  X(cuMemcpy2DAsync_v2, CUresult (*)(const CUDA_MEMCPY2D*, CUstream))                          \
+  X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))               \
+  X(cuMemcpyPeerAsync,                                                                         \
+    CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))            \
+  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                             \
+  X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))                          \
+  X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                       \
   X(cuMemHostUnregister, CUresult (*)(void*))
 
 #define RGPU_DECLARE(name, type) \
