@@ -53,9 +53,23 @@ class Executor {
   virtual int driver_version() const = 0;
 
   virtual Status device_info(int dev, DeviceInfo& out) = 0;
-  virtual Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) = 0;
-  virtual Status mem_free(int dev, uint64_t ptr) = 0;
   virtual Status mem_info(int dev, uint64_t& free, uint64_t& total) = 0;
+
+  // ---- device memory: the session places every allocation inside an address window the client
+  // chose (server/device_heap.h); the backend reserves windows and maps memory into them ----
+  // The granularity of mappings on `dev`: a power of two (2 MiB on current GPUs).
+  virtual Status mem_granularity(int dev, uint64_t& granularity) = 0;
+  // Reserves [base, base + size) of the GPU's address space at exactly `base` (granularity
+  // multiples); an address that comes back different is an error naming both.
+  virtual Status va_reserve(int dev, uint64_t base, uint64_t size) = 0;
+  virtual Status va_release(int dev, uint64_t base, uint64_t size) = 0;
+  // Backs [addr, addr + size), inside a reserved range, with new memory of `dev`, accessible from
+  // `dev` and every other GPU of this server that can access it as a peer.
+  virtual Status mem_map(int dev, uint64_t addr, uint64_t size) = 0;
+  // Unmaps the range and frees its memory.  The caller has made sure the GPU is past every
+  // earlier piece of work that may use it (the session synchronizes the device first, as cudaFree
+  // does).
+  virtual Status mem_unmap(int dev, uint64_t addr, uint64_t size) = 0;
 
   // Synchronous copies between server host memory and device memory, ordered like CUDA's
   // synchronous cudaMemcpy (after the legacy default stream's work); 2-D when rect.height > 1.

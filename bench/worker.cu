@@ -59,6 +59,28 @@ void launch_rate() {
   printf("RESULT launch_rate 0 %.0f launches/s\n", best);
 }
 
+// cudaMalloc + cudaFree pairs per second, per size (the driver does not sub-allocate; rgpu does
+// for small sizes).
+void alloc_rate() {
+  fprintf(stderr, "  allocation rate...\n");
+  for (size_t bytes : {4ull << 10, 64ull << 10, 1ull << 20, 2ull << 20, 8ull << 20, 64ull << 20}) {
+    auto pair = [&] {
+      void* p = nullptr;
+      check(cudaMalloc(&p, bytes), "cudaMalloc");
+      check(cudaFree(p), "cudaFree");
+    };
+    pair();  // warm up
+    auto t0 = Clock::now();
+    for (int i = 0; i < 10; ++i) pair();
+    double one = std::max(seconds(t0, Clock::now()) / 10, 1e-7);
+    int reps = static_cast<int>(std::min(20000.0, std::max(20.0, 0.25 / one)));
+    t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) pair();
+    printf("RESULT alloc_rate %zu %.0f pairs/s\n", bytes, reps / seconds(t0, Clock::now()));
+    fflush(stdout);
+  }
+}
+
 void bandwidth(size_t max_bytes) {
   char *pinned, *dev;
   check(cudaMallocHost(&pinned, max_bytes), "cudaMallocHost");
@@ -107,6 +129,7 @@ int main(int argc, char** argv) {
   printf("DEVICE %s\n", p.name);
   sync_latency();
   launch_rate();
+  alloc_rate();
   bandwidth(max_bytes);
   return 0;
 }

@@ -253,6 +253,10 @@ bool write_plot(const std::string& json, const std::string& png, const std::stri
   return rc == 0;
 }
 
+// Sizes of the allocation-rate rows (bench/worker.cu measures the same).
+constexpr uint64_t kAllocSizes[] = {4ull << 10, 64ull << 10, 1ull << 20,
+                                    2ull << 20, 8ull << 20,  64ull << 20};
+
 // TLS against plain TCP, both through rgpu in this run: what encryption costs.
 void print_tls_rows(const std::vector<Result>& all, const std::string& server, uint64_t max_bytes) {
   printf("\nTLS (rgpud at %s) vs plain TCP, same run:\n", server.c_str());
@@ -276,7 +280,8 @@ void usage() {
   fprintf(stderr,
           "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png] [--tls HOST:PORT]\n"
           "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
-          "  rate, and host<->device copy bandwidth (pinned and pageable, 4 B to --max-size,\n"
+          "  rate, cudaMalloc+cudaFree pairs per second (4 KiB to 64 MiB), and host<->device copy\n"
+          "  bandwidth (pinned and pageable, 4 B to --max-size,\n"
           "  default 1GiB), natively (when this machine has a GPU), through rgpu (RGPU_SERVERS),\n"
           "  and over the raw link (TCP on loopback, when the server is on this machine).\n"
           "  --tls HOST:PORT: also through rgpu over TLS to the rgpud there (one started with\n"
@@ -401,6 +406,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
              p.transport == "shm" ? cell(&p).c_str() : "-",
              cell(find(all, "sync_call", 0, "link")).c_str());
   row("launch rate", "launch_rate", 0, "");
+  for (uint64_t b : kAllocSizes) row("malloc+free/s", "alloc_rate", b, "");
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
   for (auto& n : notes) printf("note: %s\n", n.c_str());
@@ -428,6 +434,15 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   if (ln && lg)
     printf("  launch rate: rgpu %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", lg->value,
            ln->value, lg->value / ln->value, lg->value >= 0.5 * ln->value ? "met" : "MISSED");
+
+  for (uint64_t b : kAllocSizes) {
+    const Result* an = find(all, "alloc_rate", b, "native");
+    const Result* ag = find(all, "alloc_rate", b, "rgpu", "tcp");
+    if (an && ag)
+      printf("  malloc+free %6s: rgpu %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n",
+             human(b).c_str(), ag->value, an->value, ag->value / an->value,
+             ag->value >= 0.5 * an->value ? "met" : "MISSED");
+  }
 
   if (find(all, "sync_call", 0, "rgpu", "shm") && ln) {
     printf("targets (shared memory, co-located):\n");

@@ -3,6 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "common/log.h"
@@ -18,6 +21,17 @@ auto containing(const Map& m, uint64_t p) -> decltype(m.end()) {
   if (p >= it->second.base && p - it->second.base < std::max<uint64_t>(it->second.size, 1))
     return it;
   return m.end();
+}
+
+// True when [base, base + size) meets a range of the map (ranges of size 0 count as one byte).
+template <class Map>
+bool overlaps(const Map& m, uint64_t base, uint64_t size) {
+  const uint64_t end = base + std::max<uint64_t>(size, 1);
+  auto it = m.lower_bound(base);
+  if (it != m.end() && it->first < end) return true;
+  if (it == m.begin()) return false;
+  --it;
+  return it->second.base + std::max<uint64_t>(it->second.size, 1) > base;
 }
 
 }  // namespace
@@ -55,10 +69,39 @@ void AddressMap::reserve_locked(uint64_t base, uint64_t size) {
   }
 }
 
-void AddressMap::add_device(const DeviceRange& r) {
+bool AddressMap::reserve_window(uint64_t base, uint64_t size, std::string* error) {
   std::unique_lock lock(mu_);
+  void* p = mmap(reinterpret_cast<void*>(base), size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != base) {
+    int e = errno;
+    if (p != MAP_FAILED) munmap(p, size);  // a kernel that took the address as a hint
+    if (error) {
+      char buf[160];
+      snprintf(buf, sizeof buf, "cannot reserve the address window 0x%llx..0x%llx: %s",
+               static_cast<unsigned long long>(base), static_cast<unsigned long long>(base + size),
+               p == MAP_FAILED ? strerror(e) : "the kernel placed it elsewhere");
+      *error = buf;
+    }
+    return false;
+  }
+  reserved_[base] = base + size;
+  return true;
+}
+
+bool AddressMap::add_device(const DeviceRange& r) {
+  std::unique_lock lock(mu_);
+  if (r.base > UINT64_MAX - r.size) return false;
+  if (!r.freeable) {
+    // The same module variable seen again (two virtual devices naming one GPU share a session's
+    // modules): already known.
+    auto same = device_.find(r.base);
+    if (same != device_.end() && !same->second.freeable && same->second.size == r.size) return true;
+  }
+  if (overlaps(device_, r.base, r.size) || overlaps(host_, r.base, r.size)) return false;
   device_[r.base] = r;
   reserve_locked(r.base, r.size);
+  return true;
 }
 
 std::optional<DeviceRange> AddressMap::remove_device(uint64_t base) {
@@ -97,12 +140,8 @@ std::vector<DeviceRange> AddressMap::device_allocations(int device) const {
 
 bool AddressMap::add_host(const HostRange& r) {
   std::unique_lock lock(mu_);
-  auto it = host_.lower_bound(r.base);
-  if (it != host_.end() && it->first < r.base + r.size) return false;
-  if (it != host_.begin()) {
-    auto prev = std::prev(it);
-    if (prev->second.base + prev->second.size > r.base) return false;
-  }
+  if (r.base > UINT64_MAX - r.size) return false;
+  if (overlaps(host_, r.base, r.size) || overlaps(device_, r.base, r.size)) return false;
   host_[r.base] = r;
   return true;
 }

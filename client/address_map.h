@@ -2,16 +2,19 @@
 // page-locked host memory (cudaMallocHost / cudaHostAlloc / cudaHostRegister).  Anything else is
 // ordinary pageable host memory.
 //
-// Device address ranges are also reserved PROT_NONE in this process, so the client's own memory can
-// never appear at an address that names device memory (cudaMemcpyDefault and
+// Every virtual device's address window (where its server places its allocations) is reserved
+// PROT_NONE in this process when the configuration is loaded, and device ranges outside the windows
+// (module variables, placed by the driver) are reserved as they appear, so the client's own memory
+// can never appear at an address that names device memory (cudaMemcpyDefault and
 // cudaPointerGetAttributes stay unambiguous).  Reservations are kept for the life of the process:
-// they cost address space only.
+// they cost address space only.  No two ranges overlap: one that would is refused.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 namespace rgpu::client {
@@ -35,7 +38,11 @@ struct HostRange {
 
 class AddressMap {
  public:
-  void add_device(const DeviceRange& r);
+  // Reserves [base, base + size) PROT_NONE (fixed, never replacing a mapping of this process);
+  // false with `error` set when the range is not free.
+  bool reserve_window(uint64_t base, uint64_t size, std::string* error);
+  // False (nothing added) when the range is empty or overlaps a device or page-locked host range.
+  bool add_device(const DeviceRange& r);
   std::optional<DeviceRange> remove_device(uint64_t base);
   // The allocation containing p, if any.
   std::optional<DeviceRange> find_device(uint64_t p) const;
@@ -43,7 +50,8 @@ class AddressMap {
   bool device_range_ok(uint64_t p, uint64_t n, int* device) const;
   std::vector<DeviceRange> device_allocations(int device) const;
 
-  bool add_host(const HostRange& r);  // false when it overlaps a registered/pinned range
+  // False when it overlaps a page-locked host range or a device range.
+  bool add_host(const HostRange& r);
   std::optional<HostRange> remove_host(uint64_t base);
   std::optional<HostRange> find_host(uint64_t p) const;
 

@@ -39,10 +39,27 @@ Client::Client() {
       it = by_address.emplace(key, links_.back().get()).first;
     }
     v.link = it->second;
+    std::string why;
+    v.window_reserved = map_.reserve_window(d.window_base, d.window_size, &why);
+    if (!v.window_reserved)
+      LOG_ERROR(
+          "device %zu ('%s'): %s; its allocations will fail (set RGPU_VA_BASE to a free range)",
+          devices_.size(), d.text.c_str(), why.c_str());
     devices_.push_back(std::move(v));
   }
   contexts_.set_devices(device_count());
   runtime_retained_ = std::make_unique<std::atomic<bool>[]>(devices_.size());
+}
+
+CudaError Client::name_window(int dev, ServerLink* l) {
+  std::lock_guard<std::mutex> lock(window_mu_);
+  Virtual& v = devices_[dev];
+  if (v.window_named) return err::Success;
+  if (!v.window_reserved) return err::MemoryAllocation;
+  CudaError e = l->call<AddressWindowMsg>(
+      AddressWindowReq{v.spec.gpu, v.spec.window_base, v.spec.window_size});
+  if (e == err::Success) v.window_named = true;
+  return e;
 }
 
 CudaError Client::check_device(int dev) const {
@@ -150,10 +167,26 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
+  if (e = name_window(dev, l); e != err::Success) return e;
+  const DeviceSpec& spec = devices_[dev].spec;
   MallocRep rep;
-  e = l->call<MallocMsg>(MallocReq{devices_[dev].spec.gpu, size}, &rep);
+  e = l->call<MallocMsg>(MallocReq{spec.gpu, size, spec.window_base}, &rep);
   if (e != err::Success) return e;
-  map_.add_device(DeviceRange{rep.ptr, size, dev});
+  // Nothing from a server is trusted: the allocation must lie in the device's window, clear of
+  // every range this process knows.
+  const bool inside = rep.ptr >= spec.window_base &&
+                      rep.ptr - spec.window_base < spec.window_size &&
+                      size <= spec.window_size - (rep.ptr - spec.window_base);
+  if (!inside || !map_.add_device(DeviceRange{rep.ptr, size, dev})) {
+    LOG_ERROR(
+        "device %d ('%s'): the server placed an allocation of %zu bytes at 0x%llx, %s; "
+        "refused",
+        dev, spec.text.c_str(), size, static_cast<unsigned long long>(rep.ptr),
+        inside ? "overlapping memory this process already knows"
+               : "outside the device's address window");
+    l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
+    return err::MemoryAllocation;
+  }
   *ptr = reinterpret_cast<void*>(rep.ptr);
   return err::Success;
 }

@@ -195,7 +195,12 @@ class Client {
     DeviceSpec spec;
     ServerLink* link = nullptr;
     std::unique_ptr<DeviceInfo> info;
+    bool window_reserved = false;  // spec's window is reserved in this process
+    bool window_named = false;     // the server knows the window (under window_mu_)
   };
+  // Tells the server the device's address window before its first allocation.
+  CudaError name_window(int dev, ServerLink* l);
+  std::mutex window_mu_;
   std::vector<Virtual> devices_;
   uint64_t eager_bytes_ = 0;
   std::vector<std::unique_ptr<ServerLink>> links_;

@@ -1,6 +1,7 @@
 #include "client/config.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -42,6 +43,57 @@ std::vector<DeviceSpec> parse_servers(const std::string& spec, std::vector<std::
   return out;
 }
 
+std::optional<uint64_t> parse_va_base(const std::string& text, std::string& error) {
+  std::string_view t = text;
+  int radix = 10;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    t.remove_prefix(2);
+    radix = 16;
+  }
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, radix);
+  if (t.empty() || ec != std::errc() || p != t.data() + t.size()) {
+    error = "RGPU_VA_BASE=" + text + " is not an address (want e.g. 0x500000000000)";
+    return std::nullopt;
+  }
+  if (v % (2ull << 20) || v < (4ull << 30) || v >= kWindowLimit) {
+    error = "RGPU_VA_BASE=" + text +
+            " must be a multiple of 2 MiB, at least 4 GiB and below 0x700000000000";
+    return std::nullopt;
+  }
+  return v;
+}
+
+void assign_windows(std::vector<DeviceSpec>& devices, uint64_t base,
+                    std::vector<std::string>& errors) {
+  // Windows follow each other from `base`, stepping over the range where Linux loads
+  // position-independent executables and starts their heap ([kPieLow, kPieHigh)): the client's
+  // and the server's own program may lie there.
+  std::vector<uint64_t> windows;
+  for (uint64_t w = base; windows.size() < devices.size() && w + kWindowSize <= kWindowLimit;
+       w += kWindowSize) {
+    if (w < kPieHigh && w + kWindowSize > kPieLow) {
+      w = kPieHigh - kWindowSize;
+      continue;
+    }
+    windows.push_back(w);
+  }
+  if (windows.size() < devices.size()) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(base));
+    errors.push_back("RGPU_SERVERS names " + std::to_string(devices.size()) +
+                     " devices, but only " + std::to_string(windows.size()) +
+                     " address windows of 1 TiB fit between " + buf +
+                     " (RGPU_VA_BASE) and 0x700000000000; devices from '" +
+                     devices[windows.size()].text + "' on are left out");
+    devices.resize(windows.size());
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    devices[i].window_base = windows[i];
+    devices[i].window_size = kWindowSize;
+  }
+}
+
 Config load_config() {
   Config c;
   const char* servers = getenv("RGPU_SERVERS");
@@ -54,6 +106,17 @@ Config load_config() {
         "no devices");
   else if (c.devices.empty())
     LOG_ERROR("RGPU_SERVERS names no usable server; no devices");
+  uint64_t va_base = kDefaultVaBase;
+  if (const char* b = getenv("RGPU_VA_BASE"); b && *b) {
+    std::string why;
+    if (auto v = parse_va_base(b, why))
+      va_base = *v;
+    else
+      LOG_ERROR("%s; using 0x%llx", why.c_str(), static_cast<unsigned long long>(va_base));
+  }
+  errors.clear();
+  assign_windows(c.devices, va_base, errors);
+  for (auto& e : errors) LOG_ERROR("%s", e.c_str());
   if (const char* t = getenv("RGPU_TOKEN"); t && *t) c.token = t;
   if (const char* e = getenv("RGPU_EAGER_BYTES"); e && *e) {
     if (auto v = parse_size(e))

@@ -68,7 +68,11 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
   }
   for (const VarDesc& v : rep.variables) lm.globals.push_back(GlobalInfo{v.found, v.addr, v.size});
   for (auto& v : lm.globals)
-    if (v.found) map_.add_device(DeviceRange{v.addr, v.size, dev, false});
+    if (v.found && !map_.add_device(DeviceRange{v.addr, v.size, dev, false}))
+      LOG_ERROR(
+          "device %d: module variable at 0x%llx (%llu bytes) overlaps memory this process "
+          "already knows; copies to it are refused",
+          dev, static_cast<unsigned long long>(v.addr), static_cast<unsigned long long>(v.size));
   m->loaded[dev] = std::move(lm);
   *out = &m->loaded[dev];
   return err::Success;

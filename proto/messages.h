@@ -119,10 +119,12 @@ struct MemGetInfoRep {
 
 // ---- memory
 // ---------------------------------------------------------------------------------------
+// `window`: base of the virtual device's address window (AddressWindow); 0: the GPU's default.
 struct MallocReq {
   uint32_t device = 0;
   uint64_t size = 0;
-  RGPU_FIELDS(device, size)
+  uint64_t window = 0;
+  RGPU_FIELDS(device, size, window)
 };
 struct MallocRep {
   uint64_t ptr = 0;
@@ -134,6 +136,16 @@ struct FreeReq {
   RGPU_FIELDS(device, ptr)
 };
 using FreeRep = Empty;
+// The address window [base, base + size) of one virtual device on GPU `device`: every allocation
+// made for it lands inside (the client reserved the window in its own address space, so device
+// addresses are unique across all of its servers).  Sent once, before the device's first Malloc.
+struct AddressWindowReq {
+  uint32_t device = 0;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, base, size)
+};
+using AddressWindowRep = Empty;
 
 // Host to device: `size` payload bytes follow the request.
 struct MemcpyHtoDReq {

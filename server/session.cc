@@ -44,6 +44,7 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       pool_(exec, config_.staging_bytes, config_.staging_limit),
       async_pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
+      windows_(exec),
       modules_(exec.device_count()),
       module_ids_(exec.device_count()),
       free_events_(exec.device_count()),
@@ -58,8 +59,7 @@ Session::~Session() {
   free_private();
   host_work_.stop();
   host_work_.drain();  // what host functions handed over (buffers back to their pools)
-  for (size_t d = 0; d < allocs_.size(); ++d)
-    for (uint64_t p : allocs_[d].allocations()) exec_.mem_free(static_cast<int>(d), p);
+  windows_.release_all();
   free_gates();
   for (auto& [id, seg] : shared_) {
     exec_.host_unregister(seg.base);
@@ -447,7 +447,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   int dev = static_cast<int>(q.device);
   waiter_.wait_idle();  // no wait may use the device's handles while they go
   exec_.synchronize(dev);
-  for (uint64_t p : allocs_[dev].allocations()) exec_.mem_free(dev, p);
+  windows_.release_device(q.device);
   allocs_[dev].clear();
   unload_modules(dev);
   for (auto* objects : {&streams_, &events_})
@@ -477,7 +477,7 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
                               std::to_string(config_.mem_limit) + " bytes (--client-mem-limit; " +
                               std::to_string(held) + " bytes held)");
   }
-  Status s = exec_.mem_alloc(static_cast<int>(q.device), q.size, rep.ptr);
+  Status s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
   if (s.ok()) allocs_[q.device].add(rep.ptr, q.size);
   return s;
 }
@@ -487,7 +487,16 @@ Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   if (!allocs_[q.device].is_base(q.ptr))
     return invalid("free of a pointer that is not an allocation");
   allocs_[q.device].remove(q.ptr);
-  return exec_.mem_free(static_cast<int>(q.device), q.ptr);
+  // Like cudaFree: the GPU gets past earlier work first, so nothing queued still uses the memory
+  // when it is unmapped or handed out again.
+  Status sync = exec_.synchronize(static_cast<int>(q.device));
+  Status s = windows_.free(q.device, q.ptr);
+  return sync.ok() ? s : sync;
+}
+
+Status Session::on(AddressWindowMsg, const AddressWindowReq& q, Empty&) {
+  if (Status s = check_device(q.device); !s.ok()) return s;
+  return windows_.add(q.device, q.base, q.size);
 }
 
 Status Session::on(MemcpyDtoDMsg, const MemcpyDtoDReq& q, Empty&) {

@@ -25,6 +25,7 @@
 #include "channel/channel.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "server/address_windows.h"
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
 #include "server/host_work.h"
@@ -187,6 +188,7 @@ class Session {
   // Declared after the pools: it is drained before they go.
   HostWork host_work_;
   std::vector<AllocationTable> allocs_;
+  AddressWindows windows_;  // where allocations go (server/address_windows.h)
 
   // Requests from the reader to the dispatcher.
   std::mutex queue_mu_;

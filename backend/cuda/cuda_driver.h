@@ -25,8 +25,18 @@ struct CudaDriver {
   X(cuDevicePrimaryCtxReset_v2, CUresult (*)(CUdevice))                                        \
   X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                  \
   X(cuCtxSynchronize, CUresult (*)(void))                                                      \
-  X(cuMemAlloc_v2, CUresult (*)(CUdeviceptr*, size_t))                                         \
-  X(cuMemFree_v2, CUresult (*)(CUdeviceptr))                                                   \
+  X(cuMemAddressReserve, CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr,              \
+                                      unsigned long long))                                     \
+  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                       \
+  X(cuMemCreate, CUresult (*)(CUmemGenericAllocationHandle*, size_t,                           \
+                              const CUmemAllocationProp*, unsigned long long))                 \
+  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                  \
+  X(cuMemMap, CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,          \
+                           unsigned long long))                                                \
+  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                             \
+  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))         \
+  X(cuMemGetAllocationGranularity, CUresult (*)(size_t*, const CUmemAllocationProp*,           \
+                                                CUmemAllocationGranularity_flags))             \
   X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                           \
   X(cuMemHostAlloc, CUresult (*)(void**, size_t, unsigned))                                    \
   X(cuMemFreeHost, CUresult (*)(void*))                                                        \

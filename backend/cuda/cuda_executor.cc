@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
@@ -73,16 +75,84 @@ class CudaExecutor final : public Executor {
     return Status::success();
   }
 
-  Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) override {
+  // ---- device memory through the virtual memory management API ----
+  Status mem_granularity(int dev, uint64_t& granularity) override {
+    CUmemAllocationProp prop = alloc_prop(dev, false);
+    size_t g = 0;
+    if (Status s =
+            check(drv_.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+        !s.ok())
+      return s;
+    granularity = g && (g & (g - 1)) == 0 ? g : 2ull << 20;
+    return Status::success();
+  }
+  Status va_reserve(int dev, uint64_t base, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;
     CUdeviceptr p = 0;
-    Status s = check(drv_.cuMemAlloc_v2(&p, size));
-    ptr = p;
-    return s;
+    if (Status s = check(drv_.cuMemAddressReserve(&p, size, 0, base, 0)); !s.ok()) {
+      s.message = "cannot reserve the address window at " + hex(base) + " (" +
+                  std::to_string(size >> 20) + " MiB): " + s.message;
+      return s;
+    }
+    if (p != base) {
+      drv_.cuMemAddressFree(p, size);
+      return Status::fail(err::MemoryAllocation,
+                          "the driver reserved the address window asked at " + hex(base) + " at " +
+                              hex(p) + " instead (is the range in use?)");
+    }
+    return Status::success();
   }
-  Status mem_free(int dev, uint64_t ptr) override {
+  Status va_release(int dev, uint64_t base, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;
-    return check(drv_.cuMemFree_v2(ptr));
+    return check(drv_.cuMemAddressFree(base, size));
+  }
+  Status mem_map(int dev, uint64_t addr, uint64_t size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    // Ask for a shareable handle (so the memory can be exported later); a driver or system that
+    // refuses it gets the plain kind from then on.
+    CUmemGenericAllocationHandle h = 0;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (!no_fd_handles_.load(std::memory_order_relaxed)) {
+      CUmemAllocationProp prop = alloc_prop(dev, true);
+      r = drv_.cuMemCreate(&h, size, &prop, 0);
+      if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) {
+        LOG_INFO(
+            "cuMemCreate with a POSIX file descriptor handle refused (%s); without from now on",
+            drv_.describe(r).c_str());
+        no_fd_handles_.store(true, std::memory_order_relaxed);
+      }
+    }
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) {
+      CUmemAllocationProp prop = alloc_prop(dev, false);
+      r = drv_.cuMemCreate(&h, size, &prop, 0);
+    }
+    if (Status s = check(r); !s.ok()) return s;
+    if (Status s = check(drv_.cuMemMap(addr, size, 0, h, 0)); !s.ok()) {
+      drv_.cuMemRelease(h);
+      return s;
+    }
+    // The mapping keeps the memory alive; it is freed when the range is unmapped.
+    drv_.cuMemRelease(h);
+    std::vector<CUmemAccessDesc> access;
+    for (int d = 0; d < device_count(); ++d) {
+      int can = d == dev;
+      if (d != dev && drv_.cuDeviceCanAccessPeer(&can, dev_[d], dev_[dev]) != CUDA_SUCCESS) can = 0;
+      if (!can) continue;
+      CUmemAccessDesc a{};
+      a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      a.location.id = dev_[d];
+      a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      access.push_back(a);
+    }
+    if (Status s = check(drv_.cuMemSetAccess(addr, size, access.data(), access.size())); !s.ok()) {
+      drv_.cuMemUnmap(addr, size);
+      return s;
+    }
+    return Status::success();
+  }
+  Status mem_unmap(int dev, uint64_t addr, uint64_t size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuMemUnmap(addr, size));
   }
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
     if (Status s = use(dev); !s.ok()) return s;
@@ -382,6 +452,20 @@ class CudaExecutor final : public Executor {
 
  private:
   // Makes the GPU's primary context current on the calling thread (sessions call from several).
+  CUmemAllocationProp alloc_prop(int dev, bool fd_handle) const {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev_[dev];
+    prop.requestedHandleTypes =
+        fd_handle ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+    return prop;
+  }
+  static std::string hex(uint64_t v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+  }
   Status use(int dev) {
     // No lock is held across a driver call: a racing thread's extra retain is released.
     CUcontext c;
@@ -415,7 +499,8 @@ class CudaExecutor final : public Executor {
   }
 
   CudaDriver drv_;
-  std::atomic<bool> cpu_gates_{false};  // no stream memory operations: gates wait on the CPU
+  std::atomic<bool> no_fd_handles_{false};  // cuMemCreate refused shareable handles
+  std::atomic<bool> cpu_gates_{false};      // no stream memory operations: gates wait on the CPU
   std::mutex ctx_mu_;
   int version_ = 0;
   std::vector<CUcontext> ctx_;

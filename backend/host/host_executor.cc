@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -54,6 +55,7 @@ class HostExecutor final : public Executor {
       : ledgers_(std::move(ledgers)), plugin_(kernels) {
     for (HostLedger* l : ledgers_) slots_.push_back(l->claim(getpid()));
     allocs_.resize(ledgers_.size());
+    reserved_.resize(ledgers_.size());
     for (size_t i = 0; i < ledgers_.size(); ++i)
       streams_.push_back(std::make_unique<HostStreams>());
   }
@@ -77,27 +79,65 @@ class HostExecutor final : public Executor {
   }
 
   // ---- memory ----
-  Status mem_alloc(int dev, uint64_t size, uint64_t& ptr) override {
-    uint64_t bytes = page_round(size);
+  // Mappings are made at fixed addresses inside the windows the session reserved, with
+  // MAP_FIXED_NOREPLACE (which fails rather than replace anything of this process), and charged to
+  // the ledger like a GPU's memory.  Granularity: 2 MiB, as on a GPU.
+  Status mem_granularity(int, uint64_t& granularity) override {
+    granularity = kGranule;
+    return Status::success();
+  }
+  Status va_reserve(int dev, uint64_t base, uint64_t size) override {
+    if (size == 0 || base % kGranule || size % kGranule || base > UINT64_MAX - size)
+      return Status::fail(err::InvalidValue, "host backend: address window " + hex(base) + " of " +
+                                                 std::to_string(size) +
+                                                 " bytes is not 2 MiB-aligned");
+    auto& r = reserved_[dev];
+    auto next = r.lower_bound(base);
+    if ((next != r.end() && next->first < base + size) ||
+        (next != r.begin() && std::prev(next)->first + std::prev(next)->second > base))
+      return Status::fail(err::InvalidValue, "host backend: address window " + hex(base) +
+                                                 " overlaps one already reserved");
+    r[base] = size;
+    return Status::success();
+  }
+  Status va_release(int dev, uint64_t base, uint64_t) override {
+    reserved_[dev].erase(base);
+    return Status::success();
+  }
+  Status mem_map(int dev, uint64_t addr, uint64_t size) override {
+    auto& r = reserved_[dev];
+    auto it = r.upper_bound(addr);
+    if (it == r.begin() || size == 0 || addr % kGranule || size % kGranule ||
+        addr - std::prev(it)->first > std::prev(it)->second ||
+        size > std::prev(it)->second - (addr - std::prev(it)->first))
+      return Status::fail(err::InvalidValue, "host backend: mapping of " + std::to_string(size) +
+                                                 " bytes at " + hex(addr) +
+                                                 " is not inside a reserved window");
     if (slots_[dev] < 0)
       return Status::fail(err::MemoryAllocation,
                           "host backend: no free slot in the capacity ledger (" +
                               std::to_string(HostLedger::kSlots) + " sessions)");
-    if (!ledgers_[dev]->reserve(slots_[dev], bytes))
+    if (!ledgers_[dev]->reserve(slots_[dev], size))
       return Status::fail(err::MemoryAllocation, "host backend capacity exhausted");
-    void* p = map_window(bytes);
-    if (!p) {
-      ledgers_[dev]->release(slots_[dev], bytes);
-      return Status::fail(err::MemoryAllocation, "host backend mmap failed");
+    void* p = mmap(reinterpret_cast<void*>(addr), size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != addr) {
+      int e = errno;
+      if (p != MAP_FAILED) munmap(p, size);  // a kernel that took the address as a hint
+      ledgers_[dev]->release(slots_[dev], size);
+      return Status::fail(err::MemoryAllocation,
+                          "host backend: cannot map " + std::to_string(size) + " bytes at " +
+                              hex(addr) + ": " + (p == MAP_FAILED ? strerror(e) : "moved"));
     }
-    ptr = reinterpret_cast<uint64_t>(p);
-    allocs_[dev][ptr] = bytes;
+    allocs_[dev][addr] = size;
     return Status::success();
   }
-  Status mem_free(int dev, uint64_t ptr) override {
-    auto it = allocs_[dev].find(ptr);
-    if (it == allocs_[dev].end()) return Status::fail(err::InvalidValue, "not an allocation");
-    streams_[dev]->synchronize();  // like cudaFree: no queued work may still use it
+  Status mem_unmap(int dev, uint64_t addr, uint64_t size) override {
+    auto it = allocs_[dev].find(addr);
+    if (it == allocs_[dev].end() || it->second != size)
+      return Status::fail(err::InvalidValue, "host backend: no mapping of " + std::to_string(size) +
+                                                 " bytes at " + hex(addr));
+    streams_[dev]->synchronize();  // cheap insurance: no host kernel may touch it afterwards
     release(dev, it->first, it->second);
     allocs_[dev].erase(it);
     return Status::success();
@@ -469,11 +509,21 @@ class HostExecutor final : public Executor {
     ledgers_[dev]->release(slots_[dev], bytes);
   }
 
-  static constexpr uint64_t kWindow = 0x200000000000ull;  // 32 TiB
+  static std::string hex(uint64_t v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+  }
+
+  static constexpr uint64_t kGranule = 2ull << 20;
+  // Module globals (placed by the "driver", as on a GPU) live in their own area at 32 TiB, away
+  // from the client-chosen windows of allocations.
+  static constexpr uint64_t kWindow = 0x200000000000ull;
   uint64_t next_hint_ = kWindow;
   std::vector<HostLedger*> ledgers_;
   std::vector<int> slots_;
-  std::vector<std::map<uint64_t, uint64_t>> allocs_;
+  std::vector<std::map<uint64_t, uint64_t>> allocs_;    // mappings: address -> bytes
+  std::vector<std::map<uint64_t, uint64_t>> reserved_;  // windows: base -> bytes
   const HostKernels* plugin_;
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<Kernel> kernels_;

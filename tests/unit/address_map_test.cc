@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include "client/config.h"
 #include "server/allocation_table.h"
 
 using rgpu::client::AddressMap;
@@ -57,4 +58,92 @@ TEST(AllocationTable, Containment) {
   EXPECT_FALSE(t.is_base(2001));
   EXPECT_TRUE(t.remove(2000));
   EXPECT_FALSE(t.contains(2000, 1));
+}
+
+TEST(AddressMap, DeviceRangesDoNotOverlap) {
+  AddressMap m;
+  const uint64_t base = 0x310000000000ull;
+  EXPECT_TRUE(m.add_device(DeviceRange{base, 0x1000, 0}));
+  // Device/device: another device's range overlapping (either end, inside, around) is refused.
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x800, 0x1000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base - 0x800, 0x1000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x10, 0x10, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base - 0x10, 0x2000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base, 0x1000, 1}));
+  EXPECT_FALSE(m.add_device(DeviceRange{UINT64_MAX - 4, 16, 1}));  // wraps around
+  // Nothing was corrupted: the first range is intact and still device 0's.
+  int dev = -1;
+  EXPECT_TRUE(m.device_range_ok(base, 0x1000, &dev));
+  EXPECT_EQ(dev, 0);
+  EXPECT_EQ(m.device_allocations(1).size(), 0u);
+  // Adjacent ranges are fine.
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 0x1000, 0x1000, 1}));
+  EXPECT_TRUE(m.add_device(DeviceRange{base - 0x1000, 0x1000, 1}));
+  // A module variable seen again (the same GPU named by two devices) is accepted as known; a
+  // different variable over it is not.
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 0x4000, 0x100, 0, false}));
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 0x4000, 0x100, 1, false}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x4000, 0x200, 1, false}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x4000, 0x100, 1, true}));
+}
+
+TEST(AddressMap, DeviceAndHostRangesDoNotOverlap) {
+  AddressMap m;
+  const uint64_t base = 0x320000000000ull;
+  EXPECT_TRUE(m.add_device(DeviceRange{base, 0x1000, 0}));
+  EXPECT_FALSE(m.add_host(HostRange{base + 0x100, 0x10, 0, true, 0}));
+  EXPECT_FALSE(m.add_host(HostRange{base - 0x100, 0x200, 0, true, 0}));
+  EXPECT_TRUE(m.add_host(HostRange{base + 0x2000, 0x1000, 0, true, 0}));
+  EXPECT_FALSE(m.add_device(DeviceRange{base + 0x2800, 0x1000, 1}));
+  EXPECT_FALSE(m.find_host(base + 0x100).has_value());
+  EXPECT_TRUE(m.find_host(base + 0x2800).has_value());
+}
+
+TEST(AddressMap, WindowsAreReservedAndExclusive) {
+  AddressMap m;
+  const uint64_t base = 0x330000000000ull, size = 1ull << 30;
+  std::string why;
+  ASSERT_TRUE(m.reserve_window(base, size, &why)) << why;
+  // This process's own memory cannot land there.
+  void* p = mmap(reinterpret_cast<void*>(base + (size >> 1)), 4096, PROT_READ,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  EXPECT_EQ(p, MAP_FAILED);
+  // A second window over it is refused, naming the range.
+  EXPECT_FALSE(m.reserve_window(base + (size >> 1), size, &why));
+  EXPECT_NE(why.find("0x330020000000"), std::string::npos) << why;
+  // Allocations inside the window are device memory.
+  EXPECT_TRUE(m.add_device(DeviceRange{base + 4096, 256, 2}));
+  EXPECT_EQ(m.find_device(base + 4096 + 255)->device, 2);
+  EXPECT_FALSE(m.find_device(base).has_value());
+}
+
+TEST(AddressWindowsConfig, LayoutSkipsWhereProgramsAreLoaded) {
+  std::vector<std::string> errors;
+  std::vector<rgpu::client::DeviceSpec> d(30);
+  for (size_t i = 0; i < d.size(); ++i) d[i].text = "s/" + std::to_string(i);
+  rgpu::client::assign_windows(d, rgpu::client::kDefaultVaBase, errors);
+  EXPECT_TRUE(errors.empty());
+  ASSERT_EQ(d.size(), 30u);
+  EXPECT_EQ(d[0].window_base, 0x500000000000ull);
+  EXPECT_EQ(d[4].window_base, 0x540000000000ull);
+  EXPECT_EQ(d[5].window_base, 0x570000000000ull);  // 0x55.. and 0x56..: executables
+  EXPECT_EQ(d[29].window_base, 0x6f0000000000ull);
+  for (auto& x : d) EXPECT_EQ(x.window_size, 1ull << 40);
+  // One more does not fit: refused, naming the first device left out.
+  d.resize(31);
+  d[30].text = "extra/0";
+  rgpu::client::assign_windows(d, rgpu::client::kDefaultVaBase, errors);
+  EXPECT_EQ(d.size(), 30u);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("'extra/0'"), std::string::npos) << errors[0];
+}
+
+TEST(AddressWindowsConfig, BaseMustBeAnAlignedAddress) {
+  std::string why;
+  EXPECT_EQ(rgpu::client::parse_va_base("0x600000000000", why), 0x600000000000ull);
+  EXPECT_EQ(rgpu::client::parse_va_base(std::to_string(0x600000000000ull), why), 0x600000000000ull);
+  for (const char* bad : {"", "0x", "zz", "0x600000000001", "0x1000", "0x700000000000", "-1"}) {
+    EXPECT_FALSE(rgpu::client::parse_va_base(bad, why).has_value()) << bad;
+    EXPECT_NE(why.find("RGPU_VA_BASE"), std::string::npos);
+  }
 }

@@ -99,7 +99,8 @@ TEST(Proto, RandomBytesAreRejectedOrDecodedNeverCrash) {
 TEST(Proto, ValuesAreLittleEndianFixedWidth) {
   MallocReq m{0x01020304, 0x1122334455667788ull};
   std::vector<uint8_t> b = encode_message(m);
-  std::vector<uint8_t> want = {4, 3, 2, 1, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
+  std::vector<uint8_t> want = {4,    3,    2, 1, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33,
+                               0x22, 0x11, 0, 0, 0,    0,    0,    0,    0,    0};
   EXPECT_EQ(b, want);
 }
 

@@ -1,0 +1,66 @@
+// A session's address windows: one per virtual device of the client (AddressWindow requests), each
+// with its sub-allocator (server/device_heap.h).  Two virtual devices naming the same GPU have two
+// windows.  A window's address range is reserved in the backend at its first allocation, and given
+// back at a device reset or the end of the session.
+//
+// A client that never named a window (an older or a raw one) gets a default window per GPU:
+// kDefaultBase + GPU index x kDefaultSize, the layout rgpu's client uses for one server.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "backend/executor.h"
+#include "server/device_heap.h"
+
+namespace rgpu::server {
+
+class AddressWindows {
+ public:
+  static constexpr uint64_t kDefaultBase = 0x500000000000ull;
+  static constexpr uint64_t kDefaultSize = 1ull << 40;     // 1 TiB
+  static constexpr uint64_t kUserTop = 0x800000000000ull;  // end of user address space (x86-64)
+  static constexpr size_t kMaxWindows = 256;
+
+  explicit AddressWindows(backend::Executor& exec) : exec_(exec) {}
+  ~AddressWindows() { release_all(); }
+  AddressWindows(const AddressWindows&) = delete;
+  AddressWindows& operator=(const AddressWindows&) = delete;
+
+  // Names a window; the same window named again is fine, an overlapping one is refused.
+  backend::Status add(uint32_t dev, uint64_t base, uint64_t size);
+  // An allocation of `size` (> 0) bytes on GPU `dev` inside `window` (its base; 0: the default).
+  backend::Status alloc(uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr);
+  // Frees the allocation starting at `ptr` on GPU `dev` (the caller synchronized the GPU).
+  backend::Status free(uint32_t dev, uint64_t ptr);
+  // Unmaps every allocation of GPU `dev` and releases its windows' reservations (cudaDeviceReset);
+  // the windows stay named and are reserved again at their next allocation.
+  void release_device(uint32_t dev);
+  void release_all();
+
+ private:
+  struct Window;
+  class WindowMapper : public Mapper {
+   public:
+    WindowMapper(backend::Executor& exec, int dev) : exec_(exec), dev_(dev) {}
+    backend::Status map(uint64_t addr, uint64_t size) override;
+    backend::Status unmap(uint64_t addr, uint64_t size) override;
+
+   private:
+    backend::Executor& exec_;
+    int dev_;
+  };
+  struct Window {
+    uint32_t dev = 0;
+    uint64_t size = 0;
+    std::unique_ptr<WindowMapper> mapper;
+    std::unique_ptr<DeviceHeap> heap;  // null until the range is reserved
+  };
+  void release(uint64_t base, Window& w);
+
+  backend::Executor& exec_;
+  std::map<uint64_t, Window> windows_;  // by base
+};
+
+}  // namespace rgpu::server

@@ -1,0 +1,185 @@
+#include "server/device_heap.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace rgpu::server {
+
+using backend::Status;
+
+namespace {
+
+constexpr uint64_t kMinSlab = 2ull << 20;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+DeviceHeap::DeviceHeap(uint64_t base, uint64_t size, uint64_t granule, Mapper& mapper)
+    : base_(base),
+      size_(size),
+      granule_(granule),
+      slab_(std::max(granule, kMinSlab)),
+      mapper_(mapper),
+      partial_(class_of(kSmallMax) + 1) {
+  if (size_) free_ranges_[base_] = size_;
+}
+
+DeviceHeap::~DeviceHeap() { release_all(); }
+
+int DeviceHeap::class_of(uint64_t size) {
+  int cls = 0;
+  while ((kAlign << cls) < size) ++cls;
+  return cls;
+}
+
+bool DeviceHeap::take_range(uint64_t len, uint64_t& addr) {
+  for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
+    if (it->second < len) continue;
+    addr = it->first;
+    uint64_t rest = it->second - len;
+    free_ranges_.erase(it);
+    if (rest) free_ranges_[addr + len] = rest;
+    return true;
+  }
+  return false;
+}
+
+void DeviceHeap::return_range(uint64_t addr, uint64_t len) {
+  auto next = free_ranges_.lower_bound(addr);
+  if (next != free_ranges_.end() && next->first == addr + len) {
+    len += next->second;
+    next = free_ranges_.erase(next);
+  }
+  if (next != free_ranges_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == addr) {
+      prev->second += len;
+      return;
+    }
+  }
+  free_ranges_[addr] = len;
+}
+
+Status DeviceHeap::get_mapping(uint64_t len, uint64_t& addr) {
+  if (spare_ && len == slab_) {
+    addr = spare_;
+    spare_ = 0;
+    return Status::success();
+  }
+  bool found = take_range(len, addr);
+  if (!found && spare_) {
+    // The spare may be what stands in the way of a large mapping: give it back and retry.
+    mapper_.unmap(spare_, slab_);
+    mapped_ -= slab_;
+    return_range(spare_, slab_);
+    spare_ = 0;
+    found = take_range(len, addr);
+  }
+  if (!found)
+    return Status::fail(err::MemoryAllocation, "the device's address window (" +
+                                                   std::to_string(size_ >> 20) + " MiB at " +
+                                                   hex(base_) + ") has no free range of " +
+                                                   std::to_string(len) + " bytes");
+  if (Status s = mapper_.map(addr, len); !s.ok()) {
+    return_range(addr, len);
+    return s;
+  }
+  mapped_ += len;
+  return Status::success();
+}
+
+void DeviceHeap::drop_mapping(uint64_t addr, uint64_t len) {
+  if (!spare_ && len == slab_) {
+    spare_ = addr;
+    return;
+  }
+  mapper_.unmap(addr, len);
+  mapped_ -= len;
+  return_range(addr, len);
+}
+
+Status DeviceHeap::alloc_small(uint64_t size, uint64_t& ptr) {
+  const int cls = class_of(size);
+  auto& partial = partial_[cls];
+  if (partial.empty()) {
+    uint64_t addr = 0;
+    if (Status s = get_mapping(slab_, addr); !s.ok()) return s;
+    Slab slab;
+    slab.cls = cls;
+    const uint32_t blocks = static_cast<uint32_t>(slab_ / block_size(cls));
+    slab.free_.reserve(blocks);
+    for (uint32_t i = blocks; i-- > 0;) slab.free_.push_back(i);  // lowest address first
+    slabs_.emplace(addr, std::move(slab));
+    partial.insert(addr);
+  }
+  const uint64_t slab_base = *partial.begin();
+  Slab& slab = slabs_.at(slab_base);
+  const uint32_t index = slab.free_.back();
+  slab.free_.pop_back();
+  ++slab.used;
+  if (slab.free_.empty()) partial.erase(slab_base);
+  ptr = slab_base + index * block_size(cls);
+  live_[ptr] = Live{0, slab_base};
+  return Status::success();
+}
+
+Status DeviceHeap::alloc(uint64_t size, uint64_t& ptr) {
+  if (size == 0) return Status::fail(err::InvalidValue, "zero-byte allocation");
+  if (size > size_)
+    return Status::fail(err::MemoryAllocation,
+                        "allocation of " + std::to_string(size) +
+                            " bytes is larger than the device's address window (" +
+                            std::to_string(size_ >> 20) + " MiB)");
+  if (size <= kSmallMax) return alloc_small(size, ptr);
+  const uint64_t len = (size + granule_ - 1) / granule_ * granule_;  // size <= size_: no overflow
+  uint64_t addr = 0;
+  if (Status s = get_mapping(len, addr); !s.ok()) return s;
+  live_[addr] = Live{len, 0};
+  ptr = addr;
+  return Status::success();
+}
+
+Status DeviceHeap::free(uint64_t ptr) {
+  auto it = live_.find(ptr);
+  if (it == live_.end())
+    return Status::fail(err::InvalidValue,
+                        "free of " + hex(ptr) + ", which is not the start of a live allocation");
+  Live l = it->second;
+  live_.erase(it);
+  if (l.mapped) {
+    drop_mapping(ptr, l.mapped);
+    return Status::success();
+  }
+  Slab& slab = slabs_.at(l.slab);
+  const uint64_t bs = block_size(slab.cls);
+  if (slab.free_.empty()) partial_[slab.cls].insert(l.slab);
+  slab.free_.push_back(static_cast<uint32_t>((ptr - l.slab) / bs));
+  if (--slab.used == 0) {
+    partial_[slab.cls].erase(l.slab);
+    slabs_.erase(l.slab);
+    drop_mapping(l.slab, slab_);
+  }
+  return Status::success();
+}
+
+void DeviceHeap::release_all() {
+  for (auto& [addr, l] : live_)
+    if (l.mapped) mapper_.unmap(addr, l.mapped);
+  for (auto& [addr, slab] : slabs_) mapper_.unmap(addr, slab_);
+  if (spare_) mapper_.unmap(spare_, slab_);
+  live_.clear();
+  slabs_.clear();
+  for (auto& p : partial_) p.clear();
+  spare_ = 0;
+  mapped_ = 0;
+  free_ranges_.clear();
+  if (size_) free_ranges_[base_] = size_;
+}
+
+}  // namespace rgpu::server

@@ -1,0 +1,90 @@
+// One address window's allocator: every allocation of a virtual device lands inside the window the
+// client reserved for it, so device addresses are unique across all of a client's servers.
+//
+// Large requests (> kSmallMax) get their own mapping, rounded up to the backend's granularity.
+// Small ones are carved from slabs (one granule, at least 2 MiB) in power-of-two size classes of at
+// least kAlign bytes (CUDA's alignment), so a small allocation does not cost a granule.  A slab
+// whose last block is freed is unmapped, except that one spare mapping of slab size is kept per
+// window, so a malloc/free loop does not map and unmap every time.
+//
+// The heap only does bookkeeping and calls its Mapper; it knows nothing of CUDA, and the unit
+// tests drive it with a fake.  Not thread-safe (a session's dispatcher owns it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/executor.h"
+
+namespace rgpu::server {
+
+// Backs and releases address ranges of the window (granule-aligned, granule multiples).
+class Mapper {
+ public:
+  virtual ~Mapper() = default;
+  virtual backend::Status map(uint64_t addr, uint64_t size) = 0;
+  virtual backend::Status unmap(uint64_t addr, uint64_t size) = 0;
+};
+
+class DeviceHeap {
+ public:
+  static constexpr uint64_t kAlign = 256;         // every allocation starts at a multiple of this
+  static constexpr uint64_t kSmallMax = 1 << 20;  // larger requests get mappings of their own
+
+  // `granule` must be a power of two; base and size multiples of it (checked by the caller).
+  DeviceHeap(uint64_t base, uint64_t size, uint64_t granule, Mapper& mapper);
+  ~DeviceHeap();  // unmaps everything still mapped
+  DeviceHeap(const DeviceHeap&) = delete;
+  DeviceHeap& operator=(const DeviceHeap&) = delete;
+
+  // size 0 is the caller's business (CUDA returns a null pointer without asking).
+  backend::Status alloc(uint64_t size, uint64_t& ptr);
+  // InvalidValue when `ptr` is not the start of a live allocation (double free included).
+  backend::Status free(uint64_t ptr);
+  // Unmaps everything (allocations included) and forgets it: cudaDeviceReset, session end.
+  void release_all();
+
+  uint64_t base() const { return base_; }
+  uint64_t size() const { return size_; }
+  uint64_t slab_size() const { return slab_; }
+  bool contains(uint64_t p) const { return p >= base_ && p - base_ < size_; }
+  // Bytes mapped right now (allocations, slabs, the spare), for tests and logs.
+  uint64_t mapped_bytes() const { return mapped_; }
+  size_t live_allocations() const { return live_.size(); }
+  bool has_spare() const { return spare_ != 0; }
+
+ private:
+  struct Slab {
+    int cls = 0;                  // size class: block = kAlign << cls
+    uint32_t used = 0;            // blocks handed out
+    std::vector<uint32_t> free_;  // block indices not handed out
+  };
+  struct Live {
+    uint64_t mapped = 0;  // > 0: a large allocation's own mapping of this many bytes
+    uint64_t slab = 0;    // else the slab it was carved from
+  };
+  static int class_of(uint64_t size);
+  uint64_t block_size(int cls) const { return kAlign << cls; }
+  // Address space of the window (granule multiples), first fit, coalesced on return.
+  bool take_range(uint64_t len, uint64_t& addr);
+  void return_range(uint64_t addr, uint64_t len);
+  // A mapped range of `len` bytes: the spare when it fits exactly, else a new mapping.
+  backend::Status get_mapping(uint64_t len, uint64_t& addr);
+  // Keeps a slab-sized mapping as the spare if there is none, else unmaps it.
+  void drop_mapping(uint64_t addr, uint64_t len);
+  backend::Status alloc_small(uint64_t size, uint64_t& ptr);
+
+  uint64_t base_, size_, granule_, slab_;
+  Mapper& mapper_;
+  std::map<uint64_t, uint64_t> free_ranges_;  // unmapped address space: start -> length
+  std::unordered_map<uint64_t, Slab> slabs_;  // by slab base
+  std::vector<std::set<uint64_t>> partial_;   // per class: slabs with a free block, by address
+  std::unordered_map<uint64_t, Live> live_;   // allocations by start address
+  uint64_t spare_ = 0;                        // a mapped, unused slab-sized range (0: none)
+  uint64_t mapped_ = 0;
+};
+
+}  // namespace rgpu::server
