@@ -80,7 +80,7 @@ rows=()
 failures=0
 programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols
   kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
-  async_stress_ptds multi_gpu overlap stress_mix"
+  async_stress_ptds multi_gpu overlap stress_mix va_windows"
 for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
   LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \
@@ -95,6 +95,34 @@ for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "$p" "$(verdict $nrc "$out/$p.native.out")" \
     "$(verdict $rrc "$out/$p.rgpu.out")" "$(verdict $src "$out/$p.shm.out")" "$same")")
 done
+
+echo "== stream_waits (a sync waits for its own stream only)"
+for mode in stream event d2h h2d; do
+  native limited "waits-$mode-native" 60 "$build/cuda/stream_waits" $mode >"$out/waits-$mode.native.out" 2>&1; nrc=$?
+  remote_on tcp "$build/cuda/stream_waits" $mode >"$out/waits-$mode.rgpu.out" 2>&1; rrc=$?
+  remote_on shm "$build/cuda/stream_waits" $mode >"$out/waits-$mode.shm.out" 2>&1; src=$?
+  t2() { echo "ok lines $(grep -c '^ok' "$1"), FAIL lines $(grep -c '^FAIL' "$1")"; }
+  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ $src -eq 0 ] || failures=$((failures + 1))
+  rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "stream_waits $mode" "$(verdict $nrc "$out/waits-$mode.native.out")" \
+    "$(verdict $rrc "$out/waits-$mode.rgpu.out")" "$(verdict $src "$out/waits-$mode.shm.out")" "$(t2 "$out/waits-$mode.rgpu.out")")")
+done
+
+echo "== two servers on one machine: distinct address windows (VMM on the real GPU)"
+port2_file="$out/port2"
+"$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$port2_file" \
+  --module-cache "$out/modules2" 2>"$out/rgpud2.log" &
+daemon2=$!
+trap 'kill $daemon $daemon2 2>/dev/null; wait $daemon $daemon2 2>/dev/null' EXIT
+for _ in $(seq 300); do [ -s "$port2_file" ] && break; sleep 0.05; done
+servers2="127.0.0.1:$(cat "$port2_file" 2>/dev/null)"
+for t in tcp shm; do
+  RGPU_TRANSPORT=$t RGPU_SERVERS="$servers,$servers2,$servers" VA_WINDOWS_PRINT=1 LD_LIBRARY_PATH="$root/$build/lib" \
+    limited "two-servers-$t" 120 "$build/cuda/va_windows" >"$out/two-servers-$t.out" 2>&1; rc=$?
+  [ $rc -eq 0 ] || failures=$((failures + 1))
+  rows+=("$(printf '%-20s %-16s %-16s %s' "3 devices/2 servers" "$t" "$(verdict $rc "$out/two-servers-$t.out")" \
+    "FAIL lines $(grep -c '^FAIL' "$out/two-servers-$t.out"); windows $(grep -o '0x[0-9a-f]*' "$out/two-servers-$t.out" | cut -c1-6 | sort -u | tr '\n' ' ')")")
+done
+kill $daemon2 2>/dev/null
 
 echo "== stress_mix x${RGPU_STRESS_RUNS:-200} (the pattern that once deadlocked a session)"
 runs=${RGPU_STRESS_RUNS:-200}; hung=0; failed=0
