@@ -28,7 +28,7 @@ fi
 card=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 port_file="$out/port"
 rm -f "$port_file"
-"$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$port_file" \
+RGPU_LOG=info "$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$port_file" \
   --module-cache "$out/modules" 2>"$out/rgpud.log" &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
@@ -102,7 +102,8 @@ for mode in stream event d2h h2d; do
   remote_on tcp "$build/cuda/stream_waits" $mode >"$out/waits-$mode.rgpu.out" 2>&1; rrc=$?
   remote_on shm "$build/cuda/stream_waits" $mode >"$out/waits-$mode.shm.out" 2>&1; src=$?
   t2() { echo "ok lines $(grep -c '^ok' "$1"), FAIL lines $(grep -c '^FAIL' "$1")"; }
-  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ $src -eq 0 ] || failures=$((failures + 1))
+  # Native CUDA is shown, not judged: its own driver may hold thread 2 up (seen on an H200).
+  [ $rrc -eq 0 ] && [ $src -eq 0 ] || failures=$((failures + 1))
   rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "stream_waits $mode" "$(verdict $nrc "$out/waits-$mode.native.out")" \
     "$(verdict $rrc "$out/waits-$mode.rgpu.out")" "$(verdict $src "$out/waits-$mode.shm.out")" "$(t2 "$out/waits-$mode.rgpu.out")")")
 done
@@ -130,7 +131,7 @@ for ((i = 0; i < runs; i++)); do
   t=tcp; ((i % 2)) && t=shm
   RGPU_TRANSPORT=$t RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
     limited "stress-$i" 60 "$build/cuda/stress_mix" 4 >"$out/stress.out" 2>"$out/stress.err"; rc=$?
-  if [ $rc -eq 124 ]; then hung=$((hung + 1)); elif [ $rc -ne 0 ]; then failed=$((failed + 1)); cp "$out/stress.out" "$out/stress-fail-$i.out"; fi
+  if [ $rc -eq 124 ]; then hung=$((hung + 1)); elif [ $rc -ne 0 ]; then failed=$((failed + 1)); cp "$out/stress.out" "$out/stress-fail-$i.out"; cp "$out/stress.err" "$out/stress-fail-$i.err"; fi
 done
 [ $hung -eq 0 ] && [ $failed -eq 0 ] || failures=$((failures + 1))
 rows+=("$(printf '%-20s %-16s %-16s %s' "stress_mix x$runs" "-" "hangs $hung" "failures $failed (tcp and shm alternating; stacks in hang-*.txt)")")

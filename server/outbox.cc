@@ -124,7 +124,9 @@ bool Outbox::next(std::unique_lock<std::mutex>& lock, OutItem& item) {
     std::optional<OutItem> beat = heartbeat_();
     lock.lock();
     last_sent_ = Clock::now();  // the next look in one interval, sent or not
-    if (beat && !busy_ && items_.empty() && !stopping_) {
+    // Never inside a group: a heartbeat between a reply's head and its payload would break the
+    // frame (the group's own bytes show the client the server is alive).
+    if (beat && !busy_ && items_.empty() && !stopping_ && !grouped_) {
       item = std::move(*beat);
       busy_ = true;
       return true;
