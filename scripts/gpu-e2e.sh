@@ -97,7 +97,7 @@ for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
 done
 
 echo "== stream_waits (a sync waits for its own stream only)"
-for mode in stream event d2h h2d; do
+for mode in stream event d2h h2d free; do
   native limited "waits-$mode-native" 60 "$build/cuda/stream_waits" $mode >"$out/waits-$mode.native.out" 2>&1; nrc=$?
   remote_on tcp "$build/cuda/stream_waits" $mode >"$out/waits-$mode.rgpu.out" 2>&1; rrc=$?
   remote_on shm "$build/cuda/stream_waits" $mode >"$out/waits-$mode.shm.out" 2>&1; src=$?

@@ -366,7 +366,8 @@ void Session::flush_credit() {
                encode_message(PayloadDoneMsg{bytes}));
 }
 
-// push_error and push_async_error are called by the dispatcher only: they may wait for room.
+// push_error and push_async_error are called by the dispatcher and waiters (never by host
+// functions or the completion thread): they may wait for room.
 void Session::push_error(const FrameHeader& h, const Status& s) {
   push_frame(h.type, kFlagReply, h.request_id, encode_error_reply(s.code, s.message),
              Outbox::Block::IfFull);
@@ -461,6 +462,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
 
 Status Session::on(MemGetInfoMsg, const DeviceReq& q, MemGetInfoRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
+  wait_frees();  // memory freed before this call counts as free, as after cudaFree
   return exec_.mem_info(static_cast<int>(q.device), rep.free, rep.total);
 }
 
@@ -477,7 +479,24 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
                               std::to_string(config_.mem_limit) + " bytes (--client-mem-limit; " +
                               std::to_string(held) + " bytes held)");
   }
-  Status s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(heap_mu_);
+    s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
+  }
+  if (s.code == err::MemoryAllocation) {
+    // Memory the client freed may still be on its way back: once it is, try again.
+    bool pending;
+    {
+      std::lock_guard<std::mutex> lock(free_mu_);
+      pending = free_draining_;
+    }
+    if (pending) {
+      wait_frees();
+      std::lock_guard<std::mutex> lock(heap_mu_);
+      s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
+    }
+  }
   if (s.ok()) allocs_[q.device].add(rep.ptr, q.size);
   return s;
 }
@@ -486,16 +505,63 @@ Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (!allocs_[q.device].is_base(q.ptr))
     return invalid("free of a pointer that is not an allocation");
-  allocs_[q.device].remove(q.ptr);
-  // Like cudaFree: the GPU gets past earlier work first, so nothing queued still uses the memory
-  // when it is unmapped or handed out again.
-  Status sync = exec_.synchronize(static_cast<int>(q.device));
-  Status s = windows_.free(q.device, q.ptr);
-  return sync.ok() ? s : sync;
+  allocs_[q.device].remove(q.ptr);  // later requests may not use it
+  defer_free(static_cast<int>(q.device), q.ptr, current_->header);
+  return Status::success();
+}
+
+// Like cudaFree, the memory is released only once the GPU is past the work issued before the
+// free (nothing queued still uses memory that is unmapped or handed out again) — but the wait
+// happens on a waiter, so other streams' work goes on.  Frees that come while one waits are
+// batched behind one synchronization.
+void Session::defer_free(int device, uint64_t ptr, const FrameHeader& h) {
+  bool post;
+  {
+    std::lock_guard<std::mutex> lock(free_mu_);
+    pending_frees_.push_back({device, ptr, h.request_id, h.type});
+    post = !std::exchange(free_draining_, true);
+  }
+  if (post) waiter_.post([this] { drain_frees(); });
+}
+
+void Session::drain_frees() {
+  for (;;) {
+    std::vector<PendingFree> batch;
+    {
+      std::lock_guard<std::mutex> lock(free_mu_);
+      if (pending_frees_.empty()) {
+        free_draining_ = false;
+        free_cv_.notify_all();
+        return;
+      }
+      batch.swap(pending_frees_);
+    }
+    std::map<int, Status> synced;
+    for (const PendingFree& f : batch)
+      if (!synced.count(f.device)) synced[f.device] = exec_.synchronize(f.device);
+    for (const PendingFree& f : batch) {
+      Status s;
+      {
+        std::lock_guard<std::mutex> lock(heap_mu_);
+        s = windows_.free(static_cast<uint32_t>(f.device), f.ptr);
+      }
+      if (const Status& sync = synced[f.device]; !sync.ok()) s = sync;
+      if (!s.ok()) {
+        if (cuda_error_is_sticky(s.code)) latch_sticky(s.code);
+        push_async_error(f.request_id, f.type, s);
+      }
+    }
+  }
+}
+
+void Session::wait_frees() {
+  std::unique_lock<std::mutex> lock(free_mu_);
+  free_cv_.wait(lock, [&] { return !free_draining_; });
 }
 
 Status Session::on(AddressWindowMsg, const AddressWindowReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(heap_mu_);
   return windows_.add(q.device, q.base, q.size);
 }
 

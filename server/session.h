@@ -261,6 +261,23 @@ class Session {
   std::vector<std::vector<uint64_t>> all_events_, all_streams_;    // per GPU, every private one
   std::map<uint64_t, int> event_holders_;                          // client event handle -> waits
   std::map<uint64_t, int> destroy_later_;  // client event handle -> its GPU, destroyed unheld
+  // Frees (server/session.cc): like cudaFree, memory goes back only once the GPU is past the work
+  // issued before the free — waited for on a waiter, so the dispatcher goes on.  heap_mu_ guards
+  // windows_ (the dispatcher allocates while a waiter frees); free_mu_ the queue of frees.
+  struct PendingFree {
+    int device;
+    uint64_t ptr;
+    uint64_t request_id;
+    uint16_t type;
+  };
+  void defer_free(int device, uint64_t ptr, const proto::FrameHeader& h);
+  void drain_frees();
+  void wait_frees();  // until every free issued so far is done
+  std::mutex heap_mu_;
+  std::mutex free_mu_;
+  std::condition_variable free_cv_;
+  std::vector<PendingFree> pending_frees_;
+  bool free_draining_ = false;  // a drain_frees task is queued or running
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;
 };

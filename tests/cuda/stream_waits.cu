@@ -8,6 +8,8 @@
 //                         legacy stream (the data must be what the kernel wrote)
 //   stream_waits h2d      thread 1: a 64 MiB cudaMemcpy host-to-device behind the kernel on the
 //                         legacy stream (it must land after the kernel's writes)
+//   stream_waits free     thread 1: cudaFree of another buffer (which waits for the GPU, as
+//                         cudaFree does), then cudaStreamSynchronize on the kernel's stream
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -31,8 +33,9 @@ constexpr int kRounds = 100;
 
 int run(const std::string& mode) {
   const bool copy = mode == "d2h" || mode == "h2d";
-  int *big = nullptr, *small = nullptr;
+  int *big = nullptr, *small = nullptr, *spare = nullptr;
   REQUIRE_OK(cudaMalloc(&big, kBig * sizeof(int)));
+  REQUIRE_OK(cudaMalloc(&spare, 4 << 20));
   REQUIRE_OK(cudaMalloc(&small, kSmall * sizeof(int)));
   REQUIRE_OK(cudaMemset(small, 0, kSmall * sizeof(int)));
   std::vector<int> host(kBig, 9);
@@ -53,6 +56,10 @@ int run(const std::string& mode) {
     t1_start = Clock::now();
     waiting.store(true);
     if (mode == "stream") e1 = cudaStreamSynchronize(a);
+    if (mode == "free") {
+      e1 = cudaFree(spare);
+      if (e1 == cudaSuccess) e1 = cudaStreamSynchronize(a);
+    }
     if (mode == "event") e1 = cudaEventSynchronize(ev);
     if (mode == "d2h")
       e1 = cudaMemcpy(host.data(), big, kBig * sizeof(int), cudaMemcpyDeviceToHost);
@@ -94,6 +101,7 @@ int run(const std::string& mode) {
   EXPECT_OK(cudaStreamDestroy(b));
   EXPECT_OK(cudaFree(big));
   EXPECT_OK(cudaFree(small));
+  if (mode != "free") EXPECT_OK(cudaFree(spare));
   return finish(("stream_waits " + mode).c_str());
 }
 
@@ -102,8 +110,8 @@ int run(const std::string& mode) {
 int main(int argc, char** argv) {
   if (argc == 2) {
     std::string m = argv[1];
-    if (m == "stream" || m == "event" || m == "d2h" || m == "h2d") return run(m);
+    if (m == "stream" || m == "event" || m == "d2h" || m == "h2d" || m == "free") return run(m);
   }
-  fprintf(stderr, "usage: stream_waits stream|event|d2h|h2d\n");
+  fprintf(stderr, "usage: stream_waits stream|event|d2h|h2d|free\n");
   return 2;
 }

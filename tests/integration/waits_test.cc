@@ -28,7 +28,7 @@ TEST_P(StreamWaits, ASyncWaitsForItsOwnStreamOnly) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, StreamWaits,
                          ::testing::Combine(::testing::Values("tcp", "shm"),
-                                            ::testing::Values("stream", "event", "d2h", "h2d")),
+                                            ::testing::Values("stream", "event", "d2h", "h2d", "free")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param)) + "_" +
                                   std::get<1>(info.param);
