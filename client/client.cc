@@ -129,12 +129,7 @@ CudaError Client::driver_version(int dev, int* version) {
   return e;
 }
 
-CudaError Client::synchronize(int dev) {
-  CudaError e;
-  ServerLink* l = link(dev, &e);
-  if (!l) return e;
-  return l->call<DeviceSynchronizeMsg>(DeviceReq{devices_[dev].spec.gpu});
-}
+CudaError Client::synchronize(int dev) { return forward<DeviceSynchronizeMsg>(dev, {}); }
 
 CudaError Client::reset(int dev) {
   CudaError e;
@@ -146,11 +141,8 @@ CudaError Client::reset(int dev) {
 }
 
 CudaError Client::mem_get_info(int dev, size_t* free, size_t* total) {
-  CudaError e;
-  ServerLink* l = link(dev, &e);
-  if (!l) return e;
   MemGetInfoRep rep;
-  e = l->call<MemGetInfoMsg>(DeviceReq{devices_[dev].spec.gpu}, &rep);
+  CudaError e = forward<MemGetInfoMsg>(dev, {}, &rep);
   if (e == err::Success) {
     if (free) *free = rep.free;
     if (total) *total = rep.total;

@@ -108,6 +108,17 @@ class Client {
   PointerInfo pointer_info(const void* p) const;
 
   ServerLink* link(int dev, CudaError* e);
+  // Forwards request M to virtual device `dev`'s server: connects, fills in the server's GPU index
+  // (the request's `device` field) and calls.  A forwarded call with nothing to do on the client
+  // is this one line (docs/architecture.md, "How to add a call").
+  template <class M>
+  Error forward(int dev, typename M::Req req, typename M::Rep* rep = nullptr) {
+    Error e;
+    ServerLink* l = link(dev, &e);
+    if (!l) return e;
+    req.device = devices_[dev].spec.gpu;
+    return l->template call<M>(req, rep);
+  }
 
   // Contexts (client/context.cc, client/context_ops.cc).  The runtime's current device is the
   // current context's device; set_current_device makes the device's primary context current.

@@ -137,11 +137,8 @@ CudaError Client::stream_wait_event(const Stream& s, Event* event) {
 }
 
 CudaError Client::stream_priority_range(int dev, int* least, int* greatest) {
-  CudaError e;
-  ServerLink* l = link(dev, &e);
-  if (!l) return e;
   StreamPriorityRangeRep rep;
-  e = l->call<StreamPriorityRangeMsg>(DeviceReq{devices_[dev].spec.gpu}, &rep);
+  CudaError e = forward<StreamPriorityRangeMsg>(dev, {}, &rep);
   if (e == err::Success) {
     if (least) *least = rep.least;
     if (greatest) *greatest = rep.greatest;
