@@ -285,6 +285,9 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != err::Success) return state_;
     waiting_[id] = &p;
+    // A device-to-host copy's data comes as AsyncData frames (rows of equal width) before the
+    // reply.
+    if (n_in) async_dst_[id] = AsyncDst{std::vector<iovec>(in, in + n_in), in[0].iov_len, &p};
   } else if (n_out) {
     // Flow control: asynchronous payload waits while the server holds a window's worth of it (the
     // server gives bytes back with PayloadDone as its streams get past them).  One larger than the
@@ -322,6 +325,10 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
       wait_alive(lock, p);
     else
       cv_.wait(lock, [&] { return p.done.load(); });
+  }
+  if (n_in) {  // a failed copy may not have sent every piece
+    std::lock_guard<std::mutex> lock(mu_);
+    async_dst_.erase(id);
   }
   if (p.result != err::Success) {
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
@@ -500,10 +507,14 @@ void ServerLink::receive_loop() {
 void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint8_t>& body) {
   AsyncDataMsg m = decode_message<AsyncDataMsg>(body.data(), body.size());
   std::vector<iovec> pieces;
+  Pending* waiter = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = async_dst_.find(h.request_id);
     if (it != async_dst_.end()) {
+      // A synchronous copy's caller is not released while its buffers are written (fail_link).
+      waiter = it->second.waiter;
+      if (waiter) receiving_ = waiter;
       // Scatter [offset, offset + len) of the packed rows into the destination rows.
       const AsyncDst& d = it->second;
       uint64_t off = m.offset, left = h.payload_len;
@@ -529,6 +540,10 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
     return;
   }
   recv_noting_life(pieces.data(), static_cast<int>(pieces.size()));
+  if (waiter) {
+    std::lock_guard<std::mutex> lock(mu_);
+    receiving_ = nullptr;
+  }
 }
 
 void ServerLink::callback_loop() {

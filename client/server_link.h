@@ -106,6 +106,7 @@ class ServerLink {
   struct AsyncDst {
     std::vector<iovec> rows;
     uint64_t width;
+    Pending* waiter = nullptr;  // a synchronous copy's caller, waiting for its reply
   };
 
   CudaError transact(uint16_t type, const char* name, bool sync, std::vector<uint8_t> body,

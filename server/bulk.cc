@@ -151,7 +151,7 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
   const bool now = total <= pool_.buffer_bytes() && exec_.event_query(d, mark).ok();
   // Wait for the legacy stream's earlier work, then copy on a private stream.
   defer(
-      [this, d, src, spitch, width, total, mark, req, launched](bool& replied) {
+      [this, d, src, spitch, width, total, mark, req, launched](bool&) {
         Status status = exec_.event_synchronize(d, mark);
         release_event(d, mark);
         if (!status.ok()) return status;
@@ -160,54 +160,34 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
         if (status = acquire_stream(d, stream); !status.ok()) return status;
         const uint64_t chunk = pool_.buffer_bytes() / std::max<uint64_t>(width, 1) * width;
         const uint64_t step = chunk ? chunk : pool_.buffer_bytes();  // whole rows when possible
-        // One chunk [a, b) into a staging buffer; on failure the promised bytes still go out
-        // (zeros) and the trailer tells.
-        auto fill = [&](uint64_t a, uint64_t b) {
-          OutItem item;
+        // The data goes out as AsyncData frames (offsets into the client's destination), each
+        // complete in itself, then the reply: no frame has to wait for the GPU while another is
+        // half sent.  (A reply carrying the payload had to keep the outbox to itself while later
+        // chunks were copied, and a copy engine queue shared with a stream held at a callback's
+        // gate could then wait for a RunCallback frame stuck behind it.)
+        host_work_.flush();  // data of asynchronous copies that finished goes first
+        for (uint64_t a = 0; a < total && status.ok(); a += step) {
+          const uint64_t b = std::min(total, a + step);
           char* buf = pool_.acquire_wait();
           if (!buf) {
             status = Status::fail(err::MemoryAllocation, "cannot allocate a staging buffer");
-            static const char zeros[64 << 10] = {};
-            for (uint64_t n = b - a; n;) {
-              uint64_t k = std::min<uint64_t>(n, sizeof zeros);
-              item.payload.push_back({const_cast<char*>(zeros), k});
-              n -= k;
-            }
-            return item;
+            break;
           }
-          if (status.ok())
-            status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
-              return exec_.copy_to_host_async(d, buf + hoff, width, src + soff, spitch, r, stream);
-            });
+          status = for_pieces(a, b, width, spitch, [&](uint64_t soff, uint64_t hoff, Rect r) {
+            return exec_.copy_to_host_async(d, buf + hoff, width, src + soff, spitch, r, stream);
+          });
           if (status.ok()) status = exec_.stream_synchronize(d, stream);
-          if (!status.ok()) memset(buf, 0, b - a);
+          if (!status.ok()) {
+            pool_.release(buf);
+            break;
+          }
+          OutItem item;
+          item.head = channel::Channel::encode_head(static_cast<uint16_t>(MsgId::AsyncData), 0,
+                                                    req.request_id,
+                                                    encode_message(AsyncDataMsg{a, b == total}), b - a);
           item.payload.push_back({buf, b - a});
           item.release = [this, buf] { pool_.release(buf); };
-          return item;
-        };
-        host_work_.flush();  // data of asynchronous copies that finished goes first
-        std::vector<uint8_t> body = encode_ok_reply(Empty{});
-        FrameHeader h{req.type, static_cast<uint16_t>(kFlagReply | kFlagTrailer),
-                      static_cast<uint32_t>(body.size()), req.request_id, total};
-        OutItem head;
-        head.head =
-            channel::Channel::encode_head(h.type, h.flags, h.request_id, body, h.payload_len);
-        replied = true;
-        {
-          // The reply, its chunks and its trailer go out together (see Outbox::begin_group).  The
-          // copies wait for nothing now (the legacy stream's part is done, the stream is private),
-          // so the group never waits for a client's callback.
-          struct Group {
-            Outbox& o;
-            explicit Group(Outbox& ob) : o(ob) { o.begin_group(); }
-            ~Group() { o.end_group(); }
-          } group(outbox_);
-          outbox_.push(std::move(head));
-          for (uint64_t a = 0; a < total; a += step)
-            outbox_.push(fill(a, std::min(total, a + step)));
-          OutItem tail;
-          tail.trailer = status.code;
-          outbox_.push(std::move(tail));
+          outbox_.push(std::move(item));
         }
         release_stream(d, stream);
         return status;
