@@ -156,6 +156,24 @@ class Executor {
   // Page-locked host memory for staging copies (allocated once per session and reused).
   virtual void* alloc_staging(size_t bytes) = 0;
   virtual void free_staging(void* p) = 0;
+
+  // ---- devmem
+  // A setting of the GPU's context (cuCtxSetLimit/GetLimit, cache and shared-memory configuration,
+  // the profiler, persisting L2, P2P attributes).  `key` and `value` as for DeviceConfigOp's
+  // operation of the same number (proto/messages_devmem.h); a "get" writes `value`.
+  enum class ConfigOp : uint32_t {
+    SetLimit = 1,
+    GetLimit = 2,
+    SetCacheConfig = 3,
+    GetCacheConfig = 4,
+    SetSharedMemConfig = 5,
+    GetSharedMemConfig = 6,
+    ProfilerStart = 7,
+    ProfilerStop = 8,
+    ResetPersistingL2 = 9,
+    P2PAttribute = 10,  // value: the peer GPU in, the attribute out
+  };
+  virtual Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) = 0;
 };
 
 }  // namespace rgpu::backend

@@ -176,6 +176,34 @@ class Client {
   CudaError can_access_peer(int* can, int dev, int peer);
   CudaError enable_peer_access(int peer);
 
+  // ---- devmem (client/devmem.cc)
+  // A setting of the device's context on its server (proto::DeviceConfigOp: limits, cache and
+  // shared-memory configuration, profiler, persisting L2); a "get" fills *value.
+  CudaError device_config(int dev, uint32_t op, uint32_t key, uint64_t* value);
+  // cudaDeviceP2PAttr `attr` between two virtual devices: the server's answer for two GPUs of
+  // one server, 0 (no link) for devices of different servers or two names of one GPU.
+  CudaError p2p_attribute(int dev, int peer, uint32_t attr, int* value);
+  // Pitched allocation: `width` rounded up to the device's pitch alignment, `height` rows.
+  CudaError malloc_pitch(int dev, size_t width, size_t height, void** ptr, size_t* pitch);
+  // A 3-D copy between linear memory operands: `depth` slices of `height` rows of `width` bytes;
+  // rows `pitch` apart, slices `pitch * slice_rows` apart.  Sent as rows of 2-D copies (one
+  // request when both operands' slices follow each other, else one per slice).  Synchronous
+  // without a stream.
+  struct Copy3D {
+    void* dst = nullptr;
+    size_t dpitch = 0, dslice_rows = 0;
+    const void* src = nullptr;
+    size_t spitch = 0, sslice_rows = 0;
+    size_t width = 0, height = 0, depth = 0;
+    CopyKind kind = CopyKind::Default;
+  };
+  CudaError memcpy3d(const Copy3D& c, const Stream* s);
+  // Between device memory of two virtual devices (cudaMemcpy3DPeer).
+  CudaError memcpy3d_peer(const Copy3D& c, int dst_dev, int src_dev, const Stream* s);
+  // cudaMemset3D: the rows of the box, as few 1-D memsets as the layout allows.
+  CudaError memset3d(void* ptr, size_t pitch, size_t slice_rows, int value, size_t width,
+                     size_t height, size_t depth, const Stream* s);
+
  private:
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;

@@ -452,6 +452,13 @@ void ServerLink::receive_loop() {
           fflush(stdout);
           break;
         }
+        case MsgId::DeviceStderr: {
+          // What kernels wrote to stderr (a failed device assert): onto this process's stderr.
+          DeviceStderrMsg m = decode_message<DeviceStderrMsg>(body.data(), body.size());
+          fwrite(m.bytes.data(), 1, m.bytes.size(), stderr);
+          fflush(stderr);
+          break;
+        }
         case MsgId::AsyncData:
           receive_async_data(h, body);
           break;

@@ -23,6 +23,7 @@ struct State {
   std::mutex mu;
   std::string prefix = "rgpu";
   int level = parse_level(getenv("RGPU_LOG"), Level::Warn);
+  FILE* out = nullptr;  // null: stderr
 };
 
 State& state() {
@@ -65,11 +66,22 @@ void write(Level level, const char* fmt, ...) {
   va_end(ap);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  FILE* out = s.out ? s.out : stderr;
   if (const char* name = level_name(level))
-    fprintf(stderr, "%s: %s: %s\n", s.prefix.c_str(), name, msg);
+    fprintf(out, "%s: %s: %s\n", s.prefix.c_str(), name, msg);
   else
-    fprintf(stderr, "%s: %s\n", s.prefix.c_str(), msg);
-  fflush(stderr);
+    fprintf(out, "%s: %s\n", s.prefix.c_str(), msg);
+  fflush(out);
+}
+
+bool set_output(int fd) {
+  FILE* f = fdopen(fd, "w");
+  if (!f) return false;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.out) fclose(s.out);  // writers use it under the lock only
+  s.out = f;
+  return true;
 }
 
 }  // namespace rgpu::log

@@ -13,6 +13,8 @@ enum class Level { Error = 0, Warn = 1, Notice = 2, Info = 3, Debug = 4 };
 void init(const char* component, Level default_level = Level::Warn);
 bool enabled(Level level);
 void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Log lines go to `fd` (owned from now on) instead of stderr; false when it cannot be used.
+bool set_output(int fd);
 
 }  // namespace rgpu::log
 

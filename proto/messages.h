@@ -507,6 +507,8 @@ struct PayloadDoneMsg {
   RGPU_FIELDS(bytes)
 };
 
+#include "proto/messages_devmem.h"  // NOLINT(build/include_order)
+
 // ---- the catalogue
 // --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {

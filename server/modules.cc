@@ -39,13 +39,23 @@ void Session::forward_output() { forward_output(current_->header.request_id); }
 
 void Session::forward_output(uint64_t request_id) {
   // The dispatcher and waiters: one taker at a time, so no output is sent twice.
-  if (!config_.output) return;
   std::lock_guard<std::mutex> lock(output_mu_);  // no backend call, no wait (Block::Never)
-  std::string out = config_.output->take();
-  if (out.empty()) return;
-  DeviceOutputMsg m;
-  m.bytes.assign(out.begin(), out.end());
-  push_frame(static_cast<uint16_t>(MsgId::DeviceOutput), 0, request_id, encode_message(m));
+  if (config_.output) {
+    std::string out = config_.output->take();
+    if (!out.empty()) {
+      DeviceOutputMsg m;
+      m.bytes.assign(out.begin(), out.end());
+      push_frame(static_cast<uint16_t>(MsgId::DeviceOutput), 0, request_id, encode_message(m));
+    }
+  }
+  if (config_.errors) {  // device assert messages (devmem)
+    std::string out = config_.errors->take();
+    if (!out.empty()) {
+      DeviceStderrMsg m;
+      m.bytes.assign(out.begin(), out.end());
+      push_frame(static_cast<uint16_t>(MsgId::DeviceStderr), 0, request_id, encode_message(m));
+    }
+  }
 }
 
 void Session::unload_modules(int dev) {

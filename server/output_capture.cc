@@ -8,21 +8,23 @@
 
 namespace rgpu::server {
 
-bool OutputCapture::start() {
-  int fd = memfd_create("rgpud-device-output", MFD_CLOEXEC);
+bool OutputCapture::start(int target) {
+  int fd = memfd_create(target == STDERR_FILENO ? "rgpud-device-stderr" : "rgpud-device-output",
+                        MFD_CLOEXEC);
   if (fd < 0) return false;
-  fflush(stdout);
-  if (dup2(fd, STDOUT_FILENO) < 0 || fcntl(fd, F_SETFL, O_APPEND) < 0) {
+  fflush(target == STDERR_FILENO ? stderr : stdout);
+  if (dup2(fd, target) < 0 || fcntl(fd, F_SETFL, O_APPEND) < 0) {
     close(fd);
     return false;
   }
   fd_ = fd;
+  target_ = target;
   return true;
 }
 
 std::string OutputCapture::take() {
   if (fd_ < 0) return {};
-  fflush(stdout);
+  fflush(target_ == STDERR_FILENO ? stderr : stdout);
   off_t n = lseek(fd_, 0, SEEK_END);
   if (n <= 0) return {};
   std::string out(static_cast<size_t>(n), '\0');

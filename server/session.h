@@ -53,6 +53,7 @@ struct SessionConfig {
   int payload_patience_ms = 30000;
   const ModuleCache* module_cache = nullptr;  // shared fat binaries by hash (may be null)
   OutputCapture* output = nullptr;            // kernels' stdout, forwarded at sync points
+  OutputCapture* errors = nullptr;            // kernels' stderr (device assert), likewise
   bool authenticated = false;  // the handshake already happened (rgpud's session process)
   // Per-client limits (0: none); exceeding one fails the request with a message naming it.
   uint64_t mem_limit = 0;  // bytes of device memory, all GPUs together (--client-mem-limit)

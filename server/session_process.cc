@@ -1,5 +1,6 @@
 #include "server/session_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -86,6 +87,16 @@ void run_session_process(const SessionProcessConfig& cfg,
     OutputCapture output;
     if (!output.start())
       LOG_WARN("cannot capture kernel output; device printf goes to rgpud's stdout");
+    // Device assert messages go to stderr: capture it too, and keep the log on the original.
+    OutputCapture errors;
+    int log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    bool logging = log_fd >= 0 && log::set_output(log_fd);
+    if (!logging && log_fd >= 0) close(log_fd);
+    if (!logging || !errors.start(STDERR_FILENO)) {
+      LOG_WARN("cannot capture kernels' stderr; device assert messages go to rgpud's stderr");
+    } else {
+      sc.errors = &errors;
+    }
     sc.module_cache = cfg.cache;
     sc.output = &output;
     sc.authenticated = true;

@@ -84,7 +84,18 @@ struct CudaDriver {
   X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                             \
   X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))                          \
   X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                       \
-  X(cuMemHostUnregister, CUresult (*)(void*))
+  X(cuMemHostUnregister, CUresult (*)(void*))                                          \
+  /* ---- devmem */                                                                    \
+  X(cuCtxSetLimit, CUresult (*)(CUlimit, size_t))                                      \
+  X(cuCtxGetLimit, CUresult (*)(size_t*, CUlimit))                                     \
+  X(cuCtxSetCacheConfig, CUresult (*)(CUfunc_cache))                                   \
+  X(cuCtxGetCacheConfig, CUresult (*)(CUfunc_cache*))                                  \
+  X(cuCtxSetSharedMemConfig, CUresult (*)(CUsharedconfig))                             \
+  X(cuCtxGetSharedMemConfig, CUresult (*)(CUsharedconfig*))                            \
+  X(cuCtxResetPersistingL2Cache, CUresult (*)(void))                                   \
+  X(cuProfilerStart, CUresult (*)(void))                                               \
+  X(cuProfilerStop, CUresult (*)(void))                                                \
+  X(cuDeviceGetP2PAttribute, CUresult (*)(int*, CUdevice_P2PAttribute, CUdevice, CUdevice))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/gate.h"
 #include "common/log.h"
@@ -448,6 +449,17 @@ class CudaExecutor final : public Executor {
   }
   void free_staging(void* p) override {
     if (p) drv_.cuMemFreeHost(p);
+  }
+
+  // ---- devmem
+  Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUdevice peer = 0;
+    if (op == ConfigOp::P2PAttribute) {
+      if (value >= dev_.size()) return Status::fail(err::InvalidDevice, "no such peer GPU");
+      peer = dev_[value];
+    }
+    return cuda_device_config(drv_, dev_[dev], peer, op, key, value);
   }
 
  private:

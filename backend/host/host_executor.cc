@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "backend/gate.h"
+#include "backend/host/host_devmem.h"
 #include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
@@ -52,12 +53,14 @@ const int32_t kFuncAttrs[16] = {1024, 0, 0, 0, 32, 90, 90, 0, 49152, -1, 0, 0, 0
 class HostExecutor final : public Executor {
  public:
   HostExecutor(std::vector<HostLedger*> ledgers, const HostKernels* kernels)
-      : ledgers_(std::move(ledgers)), plugin_(kernels) {
+      : ledgers_(std::move(ledgers)), plugin_(kernels), state_(static_cast<int>(ledgers_.size())) {
     for (HostLedger* l : ledgers_) slots_.push_back(l->claim(getpid()));
     allocs_.resize(ledgers_.size());
     reserved_.resize(ledgers_.size());
     for (size_t i = 0; i < ledgers_.size(); ++i)
       streams_.push_back(std::make_unique<HostStreams>());
+    for (size_t i = 0; i < ledgers_.size(); ++i)
+      fail_slots_.push_back({&state_, static_cast<int>(i)});
   }
   ~HostExecutor() override {
     streams_.clear();  // finishes queued work first
@@ -219,9 +222,10 @@ class HostExecutor final : public Executor {
   Status enable_peer_access(int, int) override { return Status::success(); }
   Status synchronize(int dev) override {
     streams_[dev]->synchronize();
-    return Status::success();
+    return state_.failed(dev);
   }
   Status reset(int dev) override {
+    state_.reset(dev);
     streams_[dev] = std::make_unique<HostStreams>();
     std::lock_guard<std::mutex> lock(events_mu_);
     events_.clear();
@@ -240,7 +244,7 @@ class HostExecutor final : public Executor {
     FencePtr tail = streams_[dev]->tail(stream);
     if (!tail) return no_stream();
     tail->wait();  // no lock held
-    return Status::success();
+    return state_.failed(dev);
   }
   Status stream_query(int dev, uint64_t stream) override {
     FencePtr tail = streams_[dev]->tail(stream);
@@ -286,11 +290,11 @@ class HostExecutor final : public Executor {
     if (fence && !fence->ready()) return Status::fail(err::NotReady, "event not reached yet");
     return Status::success();
   }
-  Status event_synchronize(int, uint64_t event) override {
+  Status event_synchronize(int dev, uint64_t event) override {
     FencePtr fence;
     if (!event_fence(event, fence)) return no_event();
     if (fence) fence->wait();  // no lock held
-    return Status::success();
+    return state_.failed(dev);
   }
   Status event_elapsed(int, uint64_t start, uint64_t end, float& ms) override {
     FencePtr a, b;
@@ -410,6 +414,7 @@ class HostExecutor final : public Executor {
     for (auto& p : layout.params) offsets.push_back(p.offset);
     rgpu_host_kernel_fn fn = k.fn;
     std::shared_ptr<Module> module = k.module;
+    FailSlot* fail = &fail_slots_[dev];
     return submit(dev, stream, [=] {
       std::vector<void*> params(offsets.size());
       for (size_t i = 0; i < offsets.size(); ++i) params[i] = buf->data() + offsets[i];
@@ -418,6 +423,8 @@ class HostExecutor final : public Executor {
       l.shared_mem = dims.shared_mem;
       l.symbol = &HostExecutor::symbol;
       l.ctx = module.get();
+      l.fail = &HostExecutor::kernel_fail;
+      l.fail_ctx = fail;
       fn(&l, params.data());
       fflush(stdout);
     });
@@ -473,6 +480,19 @@ class HostExecutor final : public Executor {
     FencePtr fence;  // the latest record; null: never recorded (complete)
     bool timing = true;
   };
+  // ---- devmem
+  Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) override {
+    return state_.config(dev, op, key, value);
+  }
+  struct FailSlot {
+    HostDeviceState* state;
+    int dev;
+  };
+  static void kernel_fail(void* ctx, int error) {
+    auto* f = static_cast<FailSlot*>(ctx);
+    f->state->fail(f->dev, error);
+  }
+
   static void* symbol(void* ctx, const char* name) {
     auto& g = static_cast<Module*>(ctx)->globals;
     auto it = g.find(name);
@@ -528,6 +548,8 @@ class HostExecutor final : public Executor {
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<Kernel> kernels_;
   std::vector<std::unique_ptr<HostStreams>> streams_;
+  HostDeviceState state_;
+  std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)
   std::mutex events_mu_;

@@ -17,6 +17,11 @@ typedef struct rgpu_host_launch {
   /* Address of a __device__ / __constant__ variable of the kernel's module, or 0. */
   void* (*symbol)(void* ctx, const char* name);
   void* ctx;
+  /* Reports a device-side failure (a failed assert: 710, cudaErrorAssert; a trap: 719) as a GPU
+     would: the context fails with it at the next synchronization, until the device is reset.
+     Write the assert's message to stderr first, as the GPU's runtime does. */
+  void (*fail)(void* fail_ctx, int error);
+  void* fail_ctx;
 } rgpu_host_launch;
 
 /* params[i] points at parameter i, as a kernel's argument list in CUDA. */

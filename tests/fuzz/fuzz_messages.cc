@@ -49,6 +49,7 @@ const std::vector<Checker>& checkers() {
     v.push_back(&check<AsyncDataMsg>);
     v.push_back(&check<RunCallbackMsg>);
     v.push_back(&check<DeviceOutputMsg>);
+    v.push_back(&check<DeviceStderrMsg>);
     return v;
   }();
   return all;

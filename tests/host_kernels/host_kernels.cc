@@ -166,6 +166,30 @@ void add_one(const rgpu_host_launch*, void** p) {
 
 void bench_empty(const rgpu_host_launch*, void**) {}
 
+// tests/cuda/devmem.cu
+void pitch_fill(const rgpu_host_launch* l, void** p) {
+  auto d = arg<unsigned char*>(p, 0);
+  auto pitch = arg<size_t>(p, 1);
+  int width = arg<int>(p, 2), height = arg<int>(p, 3);
+  for (unsigned y = 0; y < l->grid[1]; ++y)
+    for (unsigned x = 0; x < l->grid[0] * l->block[0]; ++x)
+      if (static_cast<int>(x) < width && static_cast<int>(y) < height)
+        d[y * pitch + x] = static_cast<unsigned char>(x * 3 + y);
+}
+
+void devmem_say(const rgpu_host_launch*, void** p) {
+  printf("devmem: device says %d\n", arg<int>(p, 0));
+}
+
+// A failed device assert: the message on stderr, then the context fails (cudaErrorAssert).
+void devmem_assert(const rgpu_host_launch* l, void** p) {
+  if (arg<int>(p, 0) == 0) return;
+  fprintf(stderr,
+          "devmem.cu:18: void devmem_assert(int): block: [0,0,0], thread: [0,0,0] Assertion "
+          "`v == 0` failed.\n");
+  l->fail(l->fail_ctx, 710);
+}
+
 const rgpu_host_kernel kKernels[] = {
     {"bench_empty", bench_empty},
     {"slow_fill", slow_fill},
@@ -184,6 +208,9 @@ const rgpu_host_kernel kKernels[] = {
     {"say", say},
     {"bump", bump},
     {"fill", fill},
+    {"pitch_fill", pitch_fill},
+    {"devmem_say", devmem_say},
+    {"devmem_assert", devmem_assert},
 };
 
 }  // namespace
