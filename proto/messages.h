@@ -507,6 +507,8 @@ struct PayloadDoneMsg {
   RGPU_FIELDS(bytes)
 };
 
+#include "proto/messages_launch.h"
+
 // ---- the catalogue
 // --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {

@@ -84,7 +84,12 @@ struct CudaDriver {
   X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                             \
   X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))                          \
   X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                       \
-  X(cuMemHostUnregister, CUresult (*)(void*))
+  X(cuMemHostUnregister, CUresult (*)(void*))                                                 \
+  /* ---- launch */                                                                            \
+  X(cuLaunchKernelEx, CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**))         \
+  X(cuOccupancyMaxActiveClusters, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))       \
+  X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*)) \
+  X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

@@ -17,6 +17,14 @@ typedef struct rgpu_host_launch {
   /* Address of a __device__ / __constant__ variable of the kernel's module, or 0. */
   void* (*symbol)(void* ctx, const char* name);
   void* ctx;
+  /* Launch attributes (cudaLaunchKernelExC, cudaLaunchCooperativeKernel); 0 when not given.
+     `attributes` has bit n set when attribute id n was given. */
+  unsigned cluster[3];
+  int cooperative;
+  int priority;
+  int programmatic_serialization;
+  int cluster_scheduling;
+  unsigned attributes;
 } rgpu_host_launch;
 
 /* params[i] points at parameter i, as a kernel's argument list in CUDA. */
