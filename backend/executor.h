@@ -45,6 +45,13 @@ struct LaunchDims {
   uint32_t shared_mem = 0;
 };
 
+// A launch attribute in CUlaunchAttributeID numbering; values as in proto::LaunchAttr, with events
+// already the backend's handles.
+struct LaunchAttribute {
+  uint32_t id = 0;
+  uint64_t v[4] = {0, 0, 0, 0};
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -148,6 +155,18 @@ class Executor {
   virtual Status func_set_cache_config(int dev, uint64_t kernel, int32_t config) = 0;
   virtual Status occupancy(int dev, uint64_t kernel, int32_t block_size, uint64_t dynamic_smem,
                            uint32_t flags, int32_t& blocks) = 0;
+
+  // ---- launch: attributed launches and cluster occupancy ----
+  // launch() with launch attributes (cooperative, cluster dimensions, programmatic serialization
+  // and events, priority, access policy window, ...), as cuLaunchKernelEx takes them.
+  virtual Status launch_ex(int dev, uint64_t kernel, const LaunchDims& dims, const uint8_t* args,
+                           size_t size, const fatbin::KernelLayout& layout, uint64_t stream,
+                           const std::vector<LaunchAttribute>& attrs) = 0;
+  // cuOccupancyMaxActiveClusters (`query` 0) or cuOccupancyMaxPotentialClusterSize (1).
+  virtual Status occupancy_cluster(int dev, uint64_t kernel, int query, const LaunchDims& dims,
+                                   const std::vector<LaunchAttribute>& attrs, int32_t& value) = 0;
+  virtual Status occupancy_dynamic_smem(int dev, uint64_t kernel, int32_t blocks,
+                                        int32_t block_size, uint64_t& bytes) = 0;
 
   // Makes server host memory (a client's shared segment) page-locked for the GPU, and undoes it.
   virtual Status host_register(void* p, size_t size) = 0;

@@ -152,6 +152,34 @@ class Client {
   // Address of a __device__/__constant__ variable on the current device.
   CudaError symbol_address(const Variable* v, uint64_t* addr);
 
+  // ---- launch: attributed launches, cluster occupancy, kernel and library queries
+  // (client/launch.cc).
+  // A launch attribute in the driver's numbering (CUlaunchAttributeID, the runtime's too); values
+  // as proto::LaunchAttr's; the event attributes (7, 12) name `event` instead of v[0].
+  struct LaunchAttribute {
+    uint32_t id = 0;
+    uint64_t v[4] = {0, 0, 0, 0};
+    Event* event = nullptr;
+  };
+  // A launch with attributes: one LaunchEx message (a plain Launch when `attrs` is empty).
+  CudaError launch_ex(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
+                      const Stream& stream, const std::vector<LaunchAttribute>& attrs);
+  // Cluster occupancy: max active clusters (query 0) or max potential cluster size (1).
+  CudaError occupancy_cluster(const Function* f, int query, Dim3 grid, Dim3 block,
+                              size_t shared_mem, const std::vector<LaunchAttribute>& attrs,
+                              int* value);
+  CudaError occupancy_dynamic_smem(const Function* f, int blocks, int block_size, size_t* bytes);
+  // Parameter `index` of a kernel (its layout on the current device).
+  CudaError param_info(const Function* f, size_t index, size_t* offset, size_t* size);
+  // A global's address and size on the current device.
+  CudaError global_info(const Variable* v, uint64_t* addr, uint64_t* size);
+  CudaError func_set_attribute_on(const Function* f, int dev, int attr, int value);
+  // The kernels a module's image holds (parsed here, in image order of names).
+  CudaError module_kernel_names(Module* m, std::vector<std::string>& names);
+  // Packs a launch (kernels.cc): checks the configuration as the driver would, loads the module.
+  CudaError prepare_launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
+                           const Stream& stream, ServerLink** link, proto::LaunchReq* req);
+
   // Streams, events, asynchronous copies and host callbacks (client/streams.cc).
   CudaError resolve_stream(StreamRef ref, Stream* out);
   CudaError stream_create(unsigned flags, int priority, Stream** out);

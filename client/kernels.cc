@@ -94,9 +94,20 @@ CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq*
 
 CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
                          const Stream& stream) {
+  ServerLink* l = nullptr;
+  LaunchReq q;
+  if (CudaError e = prepare_launch(f, grid, block, args, shared_mem, stream, &l, &q);
+      e != err::Success)
+    return e;
+  return l->call<LaunchMsg>(q);
+}
+
+CudaError Client::prepare_launch(const Function* f, Dim3 grid, Dim3 block, void** args,
+                                 size_t shared_mem, const Stream& stream, ServerLink** link,
+                                 LaunchReq* req) {
   const int dev = stream.device;
   const LoadedModule* lm = nullptr;
-  ServerLink* l = nullptr;
+  ServerLink*& l = *link;
   FuncReq fr;
   if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
   // Configurations the driver would refuse at launch time are refused here, synchronously and
@@ -111,7 +122,7 @@ CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, 
       grid.z > uint32_t(info->attr(7, 65535)) || grid.x > uint32_t(info->attr(5, 2147483647)))
     return err::InvalidValue;
 
-  LaunchReq q;
+  LaunchReq& q = *req;
   q.device = fr.device;
   q.module = fr.module;
   q.kernel = fr.kernel;
@@ -125,7 +136,7 @@ CudaError Client::launch(const Function* f, Dim3 grid, Dim3 block, void** args, 
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
   }
-  return l->call<LaunchMsg>(q);
+  return err::Success;
 }
 
 CudaError Client::func_attributes(const Function* f, std::vector<int32_t>& values) {

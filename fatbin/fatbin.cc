@@ -198,4 +198,24 @@ ModuleInfo describe(const uint8_t* p, size_t size) {
   return info;
 }
 
+ModuleInfo describe_image(const uint8_t* p, size_t size) {
+  if (size >= 4 && p[0] == 0x50 && p[1] == 0xED && p[2] == 0x55 && p[3] == 0xBA)
+    return describe(p, size);
+  if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
+    return parse_cubin(p, size);
+  // PTX: text, NUL-terminated as cuLibraryLoadData reads it, nothing after the NUL.
+  size_t n = 0;
+  while (n < size && p[n] != 0) ++n;
+  if (n == 0 || n == size)
+    throw FatbinError("the image is neither a fat binary, a cubin nor NUL-terminated PTX text");
+  for (size_t i = n; i < size; ++i)
+    if (p[i] != 0) throw FatbinError("PTX image with bytes after its terminating NUL");
+  std::string text(reinterpret_cast<const char*>(p), n);
+  if (text.find(".version") == std::string::npos || text.find(".target") == std::string::npos)
+    throw FatbinError("PTX image without .version and .target directives");
+  ModuleInfo info;
+  info.kernels = parse_ptx(text);
+  return info;
+}
+
 }  // namespace rgpu::fatbin

@@ -81,5 +81,8 @@ std::map<std::string, KernelLayout> parse_ptx(const std::string& text);
 // What a whole fatbin says: the kernels and globals of its cubins, with PTX filling in kernels
 // no cubin describes.  Throws FatbinError on malformed input (never anything else for bad bytes).
 ModuleInfo describe(const uint8_t* p, size_t size);
+// Any image cuLibraryLoadData takes: a fat binary (describe), a cubin ELF (parse_cubin) or
+// NUL-terminated PTX text (parse_ptx; PTX globals are not described).  Throws FatbinError.
+ModuleInfo describe_image(const uint8_t* p, size_t size);
 
 }  // namespace rgpu::fatbin

@@ -508,6 +508,7 @@ struct PayloadDoneMsg {
 };
 
 #include "proto/messages_devmem.h"  // NOLINT(build/include_order)
+#include "proto/messages_launch.h"
 
 // ---- the catalogue
 // --------------------------------------------------------------------------------

@@ -27,13 +27,20 @@ std::string describe_layout(const fatbin::KernelLayout& l) {
   return s + ")";
 }
 
-uint64_t layout_end(const fatbin::KernelLayout& l) {
+// What the server says about an image it cannot parse.
+std::string parse_error(const std::vector<uint8_t>& image, const fatbin::FatbinError& e) {
+  const bool fat = image.size() >= 4 && image[0] == 0x50 && image[1] == 0xED;
+  return std::string(fat ? "cannot parse the fat binary: " : "cannot parse the module image: ") +
+         e.what();
+}
+
+}  // namespace
+
+uint64_t Session::layout_bytes(const fatbin::KernelLayout& l) {
   uint64_t end = 0;
   for (auto& p : l.params) end = std::max<uint64_t>(end, uint64_t(p.offset) + p.size);
   return end;
 }
-
-}  // namespace
 
 void Session::forward_output() { forward_output(current_->header.request_id); }
 
@@ -95,10 +102,9 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
     return Status::fail(err::InvalidValue, "module image does not match its hash");
   // Only an image that parses reaches the shared cache (or this session's images).
   try {
-    fatbin::describe(image->data(), image->size());
+    fatbin::describe_image(image->data(), image->size());
   } catch (const fatbin::FatbinError& e) {
-    return Status::fail(kInvalidKernelImage,
-                        std::string("cannot parse the fat binary: ") + e.what());
+    return Status::fail(kInvalidKernelImage, parse_error(*image, e));
   }
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);
   if (Status s = keep_image(q.hash, image); !s.ok()) return s;
@@ -125,10 +131,9 @@ Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& imag
   if (it == module_ids_[dev].end()) {
     Module m;
     try {
-      m.info = fatbin::describe(image->data(), image->size());
+      m.info = fatbin::describe_image(image->data(), image->size());
     } catch (const fatbin::FatbinError& e) {
-      return Status::fail(kInvalidKernelImage,
-                          std::string("cannot parse the fat binary: ") + e.what());
+      return Status::fail(kInvalidKernelImage, parse_error(*image, e));
     }
     if (Status s = exec_.module_load(d, image->data(), image->size(), m.info, m.handle); !s.ok())
       return s;
@@ -187,7 +192,7 @@ Status Session::on(LaunchMsg, const LaunchReq& q, Empty&) {
   uint64_t kernel = 0;
   if (Status s = find_kernel(FuncReq{q.device, q.module, q.kernel}, kernel); !s.ok()) return s;
   const fatbin::KernelLayout& layout = modules_[q.device][q.module].layouts[q.kernel];
-  if (q.args.size() != layout_end(layout))
+  if (q.args.size() != layout_bytes(layout))
     return Status::fail(err::InvalidValue, "kernel argument buffer does not match the layout");
   uint64_t stream = 0;
   if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;

@@ -63,9 +63,9 @@ struct SessionConfig {
   // within this many seconds, and a send to the client must make progress within it; otherwise
   // the session ends.  An idle client between requests is never timed out.
   int client_timeout_s = 30;
-  uint32_t client_timeout_ms = 0;   // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
+  uint32_t client_timeout_ms = 0;  // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
   std::vector<uint16_t> client_known{};  // the message ids the client knows (Hello)
-  size_t outbox_bytes = 64u << 20;  // bytes queued for the client before the dispatcher waits
+  size_t outbox_bytes = 64u << 20;       // bytes queued for the client before the dispatcher waits
 };
 
 // Bytes of asynchronous payload a client may have outstanding (the handshake tells it).
@@ -127,6 +127,11 @@ class Session {
                         const std::vector<std::string>& functions,
                         const std::vector<proto::VarName>& variables, proto::ModuleRep& rep);
   Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
+  // Bytes of a kernel's parameter buffer (its layout's end).
+  static uint64_t layout_bytes(const fatbin::KernelLayout& l);
+  // Launch attributes (server/launch.cc): checked, events as the backend's handles.
+  Status launch_attributes(uint32_t dev, const std::vector<proto::LaunchAttr>& in,
+                           std::vector<backend::LaunchAttribute>& out) const;
   void unload_modules(int dev);
   void forward_output();
   void forward_output(uint64_t request_id);  // any thread

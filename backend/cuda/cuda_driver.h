@@ -95,7 +95,12 @@ struct CudaDriver {
   X(cuCtxResetPersistingL2Cache, CUresult (*)(void))                                   \
   X(cuProfilerStart, CUresult (*)(void))                                               \
   X(cuProfilerStop, CUresult (*)(void))                                                \
-  X(cuDeviceGetP2PAttribute, CUresult (*)(int*, CUdevice_P2PAttribute, CUdevice, CUdevice))
+  X(cuDeviceGetP2PAttribute, CUresult (*)(int*, CUdevice_P2PAttribute, CUdevice, CUdevice)) \
+  /* ---- launch */                                                                            \
+  X(cuLaunchKernelEx, CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**))         \
+  X(cuOccupancyMaxActiveClusters, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))       \
+  X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*)) \
+  X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_launch.h"
 #include "backend/gate.h"
 #include "common/log.h"
 
@@ -428,6 +429,49 @@ class CudaExecutor final : public Executor {
     Status s = check(drv_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         &n, f, block_size, dynamic_smem, flags));
     blocks = n;
+    return s;
+  }
+
+  // ---- launch (backend/cuda/cuda_launch.cc) ----
+  Status launch_ex(int dev, uint64_t kernel, const LaunchDims& d, const uint8_t* args, size_t,
+                   const fatbin::KernelLayout& layout, uint64_t stream,
+                   const std::vector<LaunchAttribute>& attrs) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    std::vector<CUlaunchAttribute> cu_attrs;
+    std::string error;
+    if (!to_cu_attributes(attrs, cu_attrs, error)) return Status::fail(err::InvalidValue, error);
+    std::vector<void*> params(layout.params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i] = const_cast<uint8_t*>(args) + layout.params[i].offset;
+    CUlaunchConfig c = launch_config(d, cu(stream), cu_attrs);
+    return check(
+        drv_.cuLaunchKernelEx(&c, reinterpret_cast<CUfunction>(kernel), params.data(), nullptr));
+  }
+  Status occupancy_cluster(int dev, uint64_t kernel, int query, const LaunchDims& d,
+                           const std::vector<LaunchAttribute>& attrs, int32_t& value) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUfunction f = nullptr;
+    if (Status s = check(drv_.cuKernelGetFunction(&f, reinterpret_cast<CUkernel>(kernel))); !s.ok())
+      return s;
+    std::vector<CUlaunchAttribute> cu_attrs;
+    std::string error;
+    if (!to_cu_attributes(attrs, cu_attrs, error)) return Status::fail(err::InvalidValue, error);
+    CUlaunchConfig c = launch_config(d, nullptr, cu_attrs);
+    int n = 0;
+    Status s = check(query == 0 ? drv_.cuOccupancyMaxActiveClusters(&n, f, &c)
+                                : drv_.cuOccupancyMaxPotentialClusterSize(&n, f, &c));
+    value = n;
+    return s;
+  }
+  Status occupancy_dynamic_smem(int dev, uint64_t kernel, int32_t blocks, int32_t block_size,
+                                uint64_t& bytes) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUfunction f = nullptr;
+    if (Status s = check(drv_.cuKernelGetFunction(&f, reinterpret_cast<CUkernel>(kernel))); !s.ok())
+      return s;
+    size_t n = 0;
+    Status s = check(drv_.cuOccupancyAvailableDynamicSMemPerBlock(&n, f, blocks, block_size));
+    bytes = n;
     return s;
   }
 

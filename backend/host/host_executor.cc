@@ -18,6 +18,7 @@
 
 #include "backend/gate.h"
 #include "backend/host/host_devmem.h"
+#include "backend/host/host_launch.h"
 #include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
@@ -402,6 +403,15 @@ class HostExecutor final : public Executor {
   }
   Status launch(int dev, uint64_t kernel, const LaunchDims& dims, const uint8_t* args, size_t size,
                 const fatbin::KernelLayout& layout, uint64_t stream) override {
+    return launch_ex(dev, kernel, dims, args, size, layout, stream, {});
+  }
+  // ---- launch (backend/host/host_launch.cc) ----
+  Status launch_ex(int dev, uint64_t kernel, const LaunchDims& dims, const uint8_t* args,
+                   size_t size, const fatbin::KernelLayout& layout, uint64_t stream,
+                   const std::vector<LaunchAttribute>& attrs) override {
+    rgpu_host_launch base{};
+    HostLaunchPlan plan;
+    if (Status s = plan_host_launch(dims, attrs, base, plan); !s.ok()) return s;
     if (kernel == 0 || kernel > kernels_.size())
       return Status::fail(err::InvalidValue, "no such kernel");
     const Kernel& k = kernels_[kernel - 1];
@@ -415,10 +425,10 @@ class HostExecutor final : public Executor {
     rgpu_host_kernel_fn fn = k.fn;
     std::shared_ptr<Module> module = k.module;
     FailSlot* fail = &fail_slots_[dev];
-    return submit(dev, stream, [=] {
+    Status s = submit(dev, stream, [=] {
       std::vector<void*> params(offsets.size());
       for (size_t i = 0; i < offsets.size(); ++i) params[i] = buf->data() + offsets[i];
-      rgpu_host_launch l{};
+      rgpu_host_launch l = base;
       for (int i = 0; i < 3; ++i) l.grid[i] = dims.grid[i], l.block[i] = dims.block[i];
       l.shared_mem = dims.shared_mem;
       l.symbol = &HostExecutor::symbol;
@@ -428,6 +438,18 @@ class HostExecutor final : public Executor {
       fn(&l, params.data());
       fflush(stdout);
     });
+    // Completion and programmatic events fire once the kernel is done (no earlier trigger here).
+    for (uint64_t e : plan.events)
+      if (s.ok()) s = event_record(dev, e, stream);
+    return s;
+  }
+  Status occupancy_cluster(int, uint64_t, int query, const LaunchDims& dims,
+                           const std::vector<LaunchAttribute>& attrs, int32_t& value) override {
+    return host_occupancy_cluster(query, dims, attrs, value);
+  }
+  Status occupancy_dynamic_smem(int, uint64_t, int32_t blocks, int32_t block_size,
+                                uint64_t& bytes) override {
+    return host_occupancy_dynamic_smem(blocks, block_size, bytes);
   }
   Status func_attributes(int, uint64_t, std::vector<int32_t>& values) override {
     values.assign(std::begin(kFuncAttrs), std::end(kFuncAttrs));

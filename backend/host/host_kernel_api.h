@@ -22,6 +22,14 @@ typedef struct rgpu_host_launch {
      Write the assert's message to stderr first, as the GPU's runtime does. */
   void (*fail)(void* fail_ctx, int error);
   void* fail_ctx;
+  /* Launch attributes (cudaLaunchKernelExC, cudaLaunchCooperativeKernel); 0 when not given.
+     `attributes` has bit n set when attribute id n was given. */
+  unsigned cluster[3];
+  int cooperative;
+  int priority;
+  int programmatic_serialization;
+  int cluster_scheduling;
+  unsigned attributes;
 } rgpu_host_launch;
 
 /* params[i] points at parameter i, as a kernel's argument list in CUDA. */

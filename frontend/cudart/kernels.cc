@@ -1,5 +1,6 @@
-// Kernels: nvcc's registration and launch ABI (crt/host_runtime.h, CUDA 13), the public launch
-// calls, function attributes, occupancy, and device symbols.
+// Kernels: nvcc's registration and launch ABI (crt/host_runtime.h, CUDA 13), the plain launch
+// calls, function attributes, occupancy, and device symbols (attributed and cooperative launches,
+// kernel queries and libraries: launch.cc).
 #include <mutex>
 #include <vector>
 
@@ -49,30 +50,6 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
       e != err::Success)
     return ret(e);
   return ret(core().launch(f, d3(grid), d3(block), args, shmem, s));
-}
-
-cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args,
-                      bool per_thread) {
-  if (!config) return ret(err::InvalidValue);
-  for (unsigned i = 0; i < config->numAttrs; ++i) {
-    const cudaLaunchAttribute& a = config->attrs[i];
-    // Attributes that leave the launch as it is are accepted; the rest are not supported yet.
-    bool neutral = (a.id == cudaLaunchAttributeCooperative && !a.val.cooperative) ||
-                   (a.id == cudaLaunchAttributeClusterDimension && a.val.clusterDim.x <= 1 &&
-                    a.val.clusterDim.y <= 1 && a.val.clusterDim.z <= 1);
-    if (!neutral) {
-      static std::once_flag once;
-      std::call_once(once, [&] {
-        LOG_ERROR(
-            "cudaLaunchKernelExC: launch attribute %d is not supported by rgpu yet "
-            "(cudaErrorNotSupported)",
-            static_cast<int>(a.id));
-      });
-      return ret(err::NotSupported);
-    }
-  }
-  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                config->stream, per_thread);
 }
 
 cudaError_t symbol_range(const void* symbol, size_t count, size_t offset, uint64_t* addr) {
@@ -221,10 +198,6 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
   return launch(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
-  return launch_ex(config, func, args, false);
-}
-
 // ---- function attributes
 // --------------------------------------------------------------------------
 
@@ -322,10 +295,6 @@ cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t coun
 RGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                               void** args, size_t sharedMem, cudaStream_t stream) {
   return launch(func, gridDim, blockDim, args, sharedMem, stream, true);
-}
-RGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
-                                                 void** args) {
-  return launch_ex(config, func, args, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
                                                 size_t offset, cudaMemcpyKind kind) {

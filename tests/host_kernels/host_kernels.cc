@@ -190,7 +190,71 @@ void devmem_assert(const rgpu_host_launch* l, void** p) {
   l->fail(l->fail_ctx, 710);
 }
 
+// ---- tests/cuda/launch.cu: kernels that check the launch attributes rgpu forwarded.
+// Without a cooperative launch a grid sync would not work on a GPU: the host version fails loudly.
+void coop_sum(const rgpu_host_launch* l, void** p) {
+  auto slots = arg<int*>(p, 0);
+  auto out = arg<long long*>(p, 1);
+  int n = arg<int>(p, 2);
+  if (!l->cooperative) {
+    *out = -1;
+    return;
+  }
+  each_thread(l, [&](long i, long) {
+    if (i < n) slots[i] = static_cast<int>(i + 1);
+  });
+  long long s = 0;
+  for (int k = 0; k < n; ++k) s += slots[k];
+  *out = s;
+}
+
+// Needs programmatic stream serialization (attribute 6) to have reached the server.
+void chain_step(const rgpu_host_launch* l, void** p) {
+  auto v = arg<int*>(p, 0);
+  int k = arg<int>(p, 1), n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) v[i] = l->programmatic_serialization ? v[i] * 2 + k : -1;
+  });
+}
+
+void cluster_shape(const rgpu_host_launch* l, void** p) {
+  auto out = arg<unsigned*>(p, 0);
+  for (int i = 0; i < 3; ++i) out[i] = l->cluster[i] ? l->cluster[i] : 1;
+  out[3] = l->grid[0] / out[0];
+}
+
+void fill_value(const rgpu_host_launch* l, void** p) {
+  auto out = arg<int*>(p, 0);
+  int value = arg<int>(p, 1), n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) out[i] = value;
+  });
+}
+
+void lib_scale(const rgpu_host_launch* l, void** p) {
+  auto x = arg<float*>(p, 0);
+  float f = arg<float>(p, 1);
+  int n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) x[i] *= f;
+  });
+}
+
+void lib_add(const rgpu_host_launch* l, void** p) {
+  auto x = arg<int*>(p, 0);
+  int v = arg<int>(p, 1), n = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) x[i] += v;
+  });
+}
+
 const rgpu_host_kernel kKernels[] = {
+    {"coop_sum", coop_sum},
+    {"chain_step", chain_step},
+    {"cluster_shape", cluster_shape},
+    {"fill_value", fill_value},
+    {"lib_scale", lib_scale},
+    {"lib_add", lib_add},
     {"bench_empty", bench_empty},
     {"slow_fill", slow_fill},
     {"add_one", add_one},
