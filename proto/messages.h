@@ -507,6 +507,10 @@ struct PayloadDoneMsg {
   RGPU_FIELDS(bytes)
 };
 
+}  // namespace rgpu::proto
+#include "proto/messages_graphs.h"  // IWYU pragma: export
+namespace rgpu::proto {
+
 // ---- the catalogue
 // --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {
