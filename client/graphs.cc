@@ -292,7 +292,8 @@ CudaError Client::capture_begin(const Stream& s, unsigned mode) {
   CudaError e = l->call<GraphBeginCaptureMsg>(GraphBeginCaptureReq{g->gpu, s.id, g->id, mode});
   if (e != err::Success) return e;
   std::lock_guard<std::mutex> lock(graphs_mu_);
-  capturing_[{l, g->id}] = g.release();
+  const uint64_t id = g->id;
+  capturing_[{l, id}] = g.release();
   return err::Success;
 }
 
