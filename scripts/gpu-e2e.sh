@@ -109,7 +109,7 @@ rows+=("$(printf '%-20s %-16s %-16s %s' "stress_mix x$runs" "-" "hangs $hung" "f
 
 echo "== unsupported (rgpu only)"
 remote "$build/cuda/unsupported" >"$out/unsupported.rgpu.out" 2>"$out/unsupported.rgpu.err"; rrc=$?
-logged=$(grep -c 'cudaGraphCreate is not supported' "$out/unsupported.rgpu.err")
+logged=$(grep -c 'cudaGraphDebugDotPrint is not supported' "$out/unsupported.rgpu.err")
 [ $rrc -eq 0 ] && [ "$logged" -eq 1 ] || failures=$((failures + 1))
 rows+=("$(printf '%-20s %-16s %-16s %s' unsupported "-" "$(verdict $rrc "$out/unsupported.rgpu.out")" "logged $logged time(s)")")
 
