@@ -19,6 +19,7 @@
 #include "client/config.h"
 #include "client/context.h"
 #include "client/errors.h"
+#include "client/graphs.h"
 #include "client/modules.h"
 #include "client/server_link.h"
 #include "common/cuda_errors.h"
@@ -231,8 +232,45 @@ class Client {
   // cudaMemset3D: the rows of the box, as few 1-D memsets as the layout allows.
   CudaError memset3d(void* ptr, size_t pitch, size_t slice_rows, int value, size_t width,
                      size_t height, size_t depth, const Stream* s);
+  // ---- graphs (client/graphs.cc)
+  CudaError graph_create(Graph** out);
+  CudaError graph_destroy(Graph* g);
+  // Adds a node recording request `type` (0: an empty node) with `body`, and `payload` bytes for
+  // a host-to-device copy.
+  CudaError graph_add(Graph* g, const std::vector<GraphNode*>& deps, uint16_t type,
+                      std::vector<uint8_t> body, const void* payload, size_t payload_bytes,
+                      GraphNode** out);
+  CudaError graph_add_kernel(Graph* g, const std::vector<GraphNode*>& deps, const Function* f,
+                             Dim3 grid, Dim3 block, void** args, size_t shared_mem,
+                             GraphNode** out);
+  CudaError graph_add_memcpy(Graph* g, const std::vector<GraphNode*>& deps, void* dst,
+                             size_t dpitch, const void* src, size_t spitch, size_t width,
+                             size_t height, CopyKind kind, GraphNode** out);
+  CudaError graph_add_memset(Graph* g, const std::vector<GraphNode*>& deps, void* ptr, int value,
+                             size_t n, GraphNode** out);
+  CudaError graph_add_host(Graph* g, const std::vector<GraphNode*>& deps,
+                           std::function<void()> fn, GraphNode** out);
+  CudaError graph_add_event(Graph* g, const std::vector<GraphNode*>& deps, Event* event,
+                            bool wait, GraphNode** out);
+  CudaError graph_add_child(Graph* g, const std::vector<GraphNode*>& deps, Graph* child,
+                            GraphNode** out);
+  CudaError graph_edges(Graph* g, const std::vector<GraphNode*>& from,
+                        const std::vector<GraphNode*>& to, bool remove);
+  CudaError graph_clone(Graph* g, Graph** out);
+  CudaError graph_instantiate(Graph* g, GraphExec** out);
+  CudaError graph_exec_update(GraphExec* e, Graph* g);
+  CudaError graph_exec_destroy(GraphExec* e);
+  CudaError graph_launch(GraphExec* e, const Stream& s);
+  CudaError capture_begin(const Stream& s, unsigned mode);
+  CudaError capture_end(const Stream& s, Graph** out);
+  // status: 0 none, 1 active, 2 invalidated.
+  CudaError capture_info(const Stream& s, unsigned* status, unsigned long long* sequence,
+                         Graph** graph);
 
  private:
+  CudaError graph_link(int dev, ServerLink** l);
+  std::mutex graphs_mu_;
+  std::map<std::pair<const ServerLink*, uint64_t>, Graph*> capturing_;  // by link and graph id
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
   // What a copy's pointers are: device ranges (whole extent inside one allocation) or host.

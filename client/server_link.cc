@@ -378,6 +378,13 @@ CudaError ServerLink::register_memory(uint32_t gpu, const transport::MemoryRegio
   return e;
 }
 
+uint64_t ServerLink::keep_callback(std::function<void()> fn) {
+  const uint64_t id = new_id();
+  std::lock_guard<std::mutex> lock(mu_);
+  callbacks_[id] = std::move(fn);
+  return id;
+}
+
 CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
   const uint64_t id = new_id();
@@ -475,10 +482,12 @@ void ServerLink::receive_loop() {
         case MsgId::RunCallback: {
           RunCallbackMsg m = decode_message<RunCallbackMsg>(body.data(), body.size());
           std::lock_guard<std::mutex> lock(mu_);
-          auto it = callbacks_.find(m.id);
+          // A graph's host node (bit 63): its function stays for the next replay.
+          const bool graph = m.id >> 63;
+          auto it = callbacks_.find(graph ? m.id & ((1ull << 40) - 1) : m.id);
           if (it == callbacks_.end()) throw ProtoError("a callback nobody queued");
-          to_run_.emplace_back(m.id, std::move(it->second));
-          callbacks_.erase(it);
+          to_run_.emplace_back(m.id, graph ? it->second : std::move(it->second));
+          if (!graph) callbacks_.erase(it);
           cb_cv_.notify_one();
           break;
         }

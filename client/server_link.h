@@ -89,6 +89,9 @@ class ServerLink {
 
   // Queues a host function: `fn` runs on the callback thread when the stream reaches it.
   CudaError host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn);
+  // A host function of a graph node: kept, run each time the server names it in a replay
+  // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
+  uint64_t keep_callback(std::function<void()> fn);
 
  private:
   using Decoder = int32_t (*)(void* rep, const std::vector<uint8_t>& body, std::string& message);

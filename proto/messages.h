@@ -509,6 +509,9 @@ struct PayloadDoneMsg {
 
 #include "proto/messages_devmem.h"  // NOLINT(build/include_order)
 #include "proto/messages_launch.h"
+}  // namespace rgpu::proto
+#include "proto/messages_graphs.h"  // IWYU pragma: export
+namespace rgpu::proto {
 
 // ---- the catalogue
 // --------------------------------------------------------------------------------

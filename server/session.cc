@@ -310,7 +310,7 @@ void Session::dispatch(Request& r) {
   if (CudaError e = sticky_.load();
       e != err::Success && M::id != MsgId::Ping && M::id != MsgId::DeviceReset) {
     s = Status::fail(e, "the device context is unusable after an earlier error");
-  } else {
+  } else if (graphs_.streams.empty() || !capture_request(r, s)) {
     s = on(M{}, req, rep);
   }
   if (!s.ok() && cuda_error_is_sticky(s.code)) latch_sticky(s.code);

@@ -28,6 +28,7 @@
 #include "server/address_windows.h"
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
+#include "server/graphs.h"
 #include "server/host_work.h"
 #include "server/module_cache.h"
 #include "server/outbox.h"
@@ -284,6 +285,16 @@ class Session {
   std::condition_variable free_cv_;
   std::vector<PendingFree> pending_frees_;
   bool free_draining_ = false;  // a drain_frees task is queued or running
+  // ---- graphs (server/graphs.cc)
+  // A request on a capturing stream is recorded instead of run (true: `s` is its outcome).
+  bool capture_request(const Request& r, Status& s);
+  Status record_node(Graph& g, std::vector<uint64_t> deps, uint16_t type, std::vector<uint8_t> body,
+                     std::shared_ptr<const std::vector<char>> payload, uint64_t& id);
+  Status replay_node(const GraphNode& n, uint32_t dev, uint64_t stream);
+  Status graph_of(uint64_t id, Graph*& g);
+  void invalidate_capture(uint64_t graph);
+  GraphState graphs_;
+
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;
 };

@@ -102,13 +102,6 @@ cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
   if (!priority) return ret(err::InvalidValue);
   return stream_flags(hStream, nullptr, priority, false);
 }
-cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
-  if (!status) return ret(err::InvalidValue);
-  client::Stream s;
-  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
-  *status = cudaStreamCaptureStatusNone;  // rgpu does not capture graphs
-  return cudaSuccess;
-}
 cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
   if (!device) return ret(err::InvalidValue);
   client::Stream s;
@@ -248,10 +241,4 @@ RGPU_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCal
                                                    void* data, unsigned flags) {
   return stream_callback(s, cb, data, flags, true);
 }
-RGPU_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t s, cudaStreamCaptureStatus* st) {
-  if (!st) return ret(err::InvalidValue);
-  client::Stream r;
-  if (CudaError e = stream_arg(s, true, &r); e != err::Success) return ret(e);
-  *st = cudaStreamCaptureStatusNone;
-  return cudaSuccess;
-}
+// cudaStreamIsCapturing(_ptsz): frontend/cudart/graphs.cc

@@ -4,8 +4,8 @@
 
 int main() {
   cudaGraph_t g = nullptr;
-  EXPECT_ERR(cudaGraphCreate(&g, 0), cudaErrorNotSupported);
-  EXPECT_ERR(cudaGraphCreate(&g, 0), cudaErrorNotSupported);
+  EXPECT_ERR(cudaGraphDebugDotPrint(g, "/tmp/rgpu-unsupported.dot", 0), cudaErrorNotSupported);
+  EXPECT_ERR(cudaGraphDebugDotPrint(g, "/tmp/rgpu-unsupported.dot", 0), cudaErrorNotSupported);
   EXPECT_ERR(cudaGetLastError(), cudaErrorNotSupported);
   EXPECT_ERR(cudaGetLastError(), cudaSuccess);
   void* d = nullptr;

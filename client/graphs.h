@@ -1,0 +1,39 @@
+// Client-side handles of CUDA graphs (client/graphs.cc): the graph itself lives on the server
+// (proto/messages_graphs.h); the client keeps its nodes' kinds and edges for queries.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace rgpu::client {
+
+class ServerLink;
+struct Graph;
+
+struct GraphNode {
+  Graph* graph = nullptr;
+  uint64_t id = 0;    // the server's, within its graph
+  uint32_t kind = 0;  // proto::GraphNodeKind (cudaGraphNodeType's numbers)
+  std::vector<GraphNode*> deps;
+};
+
+struct Graph {
+  ServerLink* link = nullptr;
+  int device = 0;
+  uint32_t gpu = 0;
+  uint64_t id = 0;
+  std::vector<std::unique_ptr<GraphNode>> nodes;  // nodes[i]->id == i + 1
+  GraphNode* node(uint64_t id) const {
+    return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
+  }
+};
+
+struct GraphExec {
+  ServerLink* link = nullptr;
+  int device = 0;
+  uint32_t gpu = 0;
+  uint64_t id = 0;
+};
+
+}  // namespace rgpu::client

@@ -1,0 +1,325 @@
+// CUDA graphs: stream capture, the explicit graph API, instantiate / update / launch (issue 11,
+// item 1).  Thin translations onto the client core (client/graphs.cc); handles are the core's
+// objects.  What rgpu does not do yet stays a stub (unsupported.cc) or answers
+// cudaErrorNotSupported naming the case.
+#include "frontend/cudart/api.h"
+#include "frontend/cudart/registration.h"
+
+using namespace rgpu;
+using rgpu::cudart::core;
+using rgpu::cudart::ret;
+using rgpu::cudart::stream_arg;
+
+#define RGPU_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using rgpu::cudart::event_of;
+client::Graph* G(cudaGraph_t g) { return reinterpret_cast<client::Graph*>(g); }
+cudaGraph_t H(client::Graph* g) { return reinterpret_cast<cudaGraph_t>(g); }
+client::GraphNode* N(cudaGraphNode_t n) { return reinterpret_cast<client::GraphNode*>(n); }
+cudaGraphNode_t H(client::GraphNode* n) { return reinterpret_cast<cudaGraphNode_t>(n); }
+client::GraphExec* X(cudaGraphExec_t x) { return reinterpret_cast<client::GraphExec*>(x); }
+
+std::vector<client::GraphNode*> deps_of(const cudaGraphNode_t* deps, size_t n) {
+  std::vector<client::GraphNode*> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(deps ? N(deps[i]) : nullptr);
+  return out;
+}
+
+// The calling thread's capture mode (cudaThreadExchangeStreamCaptureMode).
+cudaStreamCaptureMode& thread_mode() {
+  thread_local cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  return mode;
+}
+
+cudaError_t finish_node(CudaError e, client::GraphNode* n, cudaGraphNode_t* out) {
+  if (e == err::Success) *out = H(n);
+  return ret(e);
+}
+
+cudaError_t is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status, bool pt) {
+  if (!status) return ret(err::InvalidValue);
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  unsigned st = 0;
+  if (CudaError e = core().capture_info(s, &st, nullptr, nullptr); e != err::Success) return ret(e);
+  *status = static_cast<cudaStreamCaptureStatus>(st);
+  return cudaSuccess;
+}
+
+cudaError_t capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                         unsigned long long* id, cudaGraph_t* graph, const cudaGraphNode_t** deps,
+                         const cudaGraphEdgeData** edges, size_t* count, bool pt) {
+  if (!status) return ret(err::InvalidValue);
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  unsigned st = 0;
+  client::Graph* g = nullptr;
+  if (CudaError e = core().capture_info(s, &st, id, &g); e != err::Success) return ret(e);
+  *status = static_cast<cudaStreamCaptureStatus>(st);
+  if (graph) *graph = H(g);
+  // The nodes of a capture in progress are the server's until the capture ends: rgpu reports no
+  // dependency handles (docs/compatibility.md).
+  if (deps) *deps = nullptr;
+  if (edges) *edges = nullptr;
+  if (count) *count = 0;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+// ---- stream capture
+// -------------------------------------------------------------------------------
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
+  return ret(core().capture_begin(s, static_cast<unsigned>(mode)));
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (!graph) return ret(err::InvalidValue);
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
+  client::Graph* g = nullptr;
+  CudaError e = core().capture_end(s, &g);
+  *graph = H(g);
+  return ret(e);
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  return is_capturing(stream, status, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t s, cudaStreamCaptureStatus* st) {
+  return is_capturing(s, st, true);
+}
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                     unsigned long long* id, cudaGraph_t* graph,
+                                     const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                                     size_t* count) {
+  return capture_info(stream, status, id, graph, deps, edges, count, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+                                                      cudaStreamCaptureStatus* status,
+                                                      unsigned long long* id, cudaGraph_t* graph,
+                                                      const cudaGraphNode_t** deps,
+                                                      const cudaGraphEdgeData** edges,
+                                                      size_t* count) {
+  return capture_info(stream, status, id, graph, deps, edges, count, true);
+}
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (!mode || *mode > cudaStreamCaptureModeRelaxed) return ret(err::InvalidValue);
+  std::swap(*mode, thread_mode());
+  return cudaSuccess;
+}
+
+// ---- building graphs
+// ------------------------------------------------------------------------------
+
+cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
+  if (!graph || flags) return ret(err::InvalidValue);
+  client::Graph* g = nullptr;
+  CudaError e = core().graph_create(&g);
+  if (e == err::Success) *graph = H(g);
+  return ret(e);
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return ret(core().graph_destroy(G(graph))); }
+
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                   const cudaGraphNode_t* deps, size_t n,
+                                   const cudaKernelNodeParams* p) {
+  if (!node || !p) return ret(err::InvalidValue);
+  if (p->extra) return ret(err::NotSupported);
+  client::GraphNode* out = nullptr;
+  client::Function* f = cudart::Registration::get().function(p->func);
+  if (!f) return ret(client::errc::InvalidDeviceFunction);
+  CudaError e = core().graph_add_kernel(
+      G(graph), deps_of(deps, n), f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
+      {p->blockDim.x, p->blockDim.y, p->blockDim.z}, p->kernelParams, p->sharedMemBytes, &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
+                                     const cudaGraphNode_t* deps, size_t n, void* dst,
+                                     const void* src, size_t count, cudaMemcpyKind kind) {
+  if (!node) return ret(err::InvalidValue);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add_memcpy(G(graph), deps_of(deps, n), dst, count, src, count, count,
+                                        1, static_cast<client::CopyKind>(kind), &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                   const cudaGraphNode_t* deps, size_t n,
+                                   const cudaMemcpy3DParms* p) {
+  if (!node || !p) return ret(err::InvalidValue);
+  // Linear memory, 2-D (depth 1), no offsets: what rgpu's copies take today.
+  if (p->srcArray || p->dstArray || p->extent.depth > 1 || p->srcPos.x || p->srcPos.y ||
+      p->srcPos.z || p->dstPos.x || p->dstPos.y || p->dstPos.z)
+    return ret(err::NotSupported);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add_memcpy(G(graph), deps_of(deps, n), p->dstPtr.ptr, p->dstPtr.pitch,
+                                        p->srcPtr.ptr, p->srcPtr.pitch, p->extent.width,
+                                        p->extent.height ? p->extent.height : 1,
+                                        static_cast<client::CopyKind>(p->kind), &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                   const cudaGraphNode_t* deps, size_t n,
+                                   const cudaMemsetParams* p) {
+  if (!node || !p) return ret(err::InvalidValue);
+  if (p->elementSize != 1 || p->height > 1) return ret(err::NotSupported);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add_memset(G(graph), deps_of(deps, n), p->dst,
+                                        static_cast<int>(p->value), p->width, &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                 const cudaGraphNode_t* deps, size_t n,
+                                 const cudaHostNodeParams* p) {
+  if (!node || !p || !p->fn) return ret(err::InvalidValue);
+  client::GraphNode* out = nullptr;
+  cudaHostFn_t fn = p->fn;
+  void* data = p->userData;
+  CudaError e = core().graph_add_host(
+      G(graph), deps_of(deps, n), [fn, data] { fn(data); }, &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                  const cudaGraphNode_t* deps, size_t n) {
+  if (!node) return ret(err::InvalidValue);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add(G(graph), deps_of(deps, n), 0, {}, nullptr, 0, &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                        const cudaGraphNode_t* deps, size_t n, cudaEvent_t event) {
+  if (!node) return ret(err::InvalidValue);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add_event(G(graph), deps_of(deps, n), event_of(event), false, &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                      const cudaGraphNode_t* deps, size_t n, cudaEvent_t event) {
+  if (!node) return ret(err::InvalidValue);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add_event(G(graph), deps_of(deps, n), event_of(event), true, &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                       const cudaGraphNode_t* deps, size_t n, cudaGraph_t child) {
+  if (!node) return ret(err::InvalidValue);
+  client::GraphNode* out = nullptr;
+  CudaError e = core().graph_add_child(G(graph), deps_of(deps, n), G(child), &out);
+  return finish_node(e, out, node);
+}
+cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
+                                     const cudaGraphNode_t* to, const cudaGraphEdgeData* edges,
+                                     size_t n) {
+  if (edges) return ret(err::NotSupported);
+  return ret(core().graph_edges(G(graph), deps_of(from, n), deps_of(to, n), false));
+}
+cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
+                                        const cudaGraphNode_t* to, const cudaGraphEdgeData* edges,
+                                        size_t n) {
+  if (edges) return ret(err::NotSupported);
+  return ret(core().graph_edges(G(graph), deps_of(from, n), deps_of(to, n), true));
+}
+cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t graph) {
+  if (!clone) return ret(err::InvalidValue);
+  client::Graph* c = nullptr;
+  CudaError e = core().graph_clone(G(graph), &c);
+  if (e == err::Success) *clone = H(c);
+  return ret(e);
+}
+
+// ---- queries
+// -------------------------------------------------------------------------------------
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  if (!graph || !count) return ret(err::InvalidValue);
+  const auto& all = G(graph)->nodes;
+  if (nodes)
+    for (size_t i = 0; i < std::min(*count, all.size()); ++i) nodes[i] = H(all[i].get());
+  *count = all.size();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  if (!graph || !count) return ret(err::InvalidValue);
+  size_t k = 0;
+  for (const auto& n : G(graph)->nodes)
+    if (n->deps.empty()) {
+      if (nodes && k < *count) nodes[k] = H(n.get());
+      ++k;
+    }
+  *count = k;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type) {
+  if (!node || !type) return ret(err::InvalidValue);
+  *type = static_cast<cudaGraphNodeType>(N(node)->kind);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* deps,
+                                         cudaGraphEdgeData* edges, size_t* count) {
+  if (!node || !count) return ret(err::InvalidValue);
+  const auto& d = N(node)->deps;
+  if (deps)
+    for (size_t i = 0; i < std::min(*count, d.size()); ++i) {
+      deps[i] = H(d[i]);
+      if (edges) edges[i] = cudaGraphEdgeData{};
+    }
+  *count = d.size();
+  return cudaSuccess;
+}
+
+// ---- executable graphs
+// ----------------------------------------------------------------------------
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+  if (!exec) return ret(err::InvalidValue);
+  (void)flags;  // auto-free on launch, upload, device launch, priority: nothing to do remotely
+  client::GraphExec* x = nullptr;
+  CudaError e = core().graph_instantiate(G(graph), &x);
+  if (e == err::Success) *exec = reinterpret_cast<cudaGraphExec_t>(x);
+  return ret(e);
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                          unsigned long long flags) {
+  return cudaGraphInstantiate(exec, graph, flags);
+}
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                           cudaGraphInstantiateParams* p) {
+  if (!p) return ret(err::InvalidValue);
+  cudaError_t e = cudaGraphInstantiate(exec, graph, p->flags);
+  p->result_out = e == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
+  p->errNode_out = nullptr;
+  return e;
+}
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                cudaGraphExecUpdateResultInfo* info) {
+  CudaError e = core().graph_exec_update(X(exec), G(graph));
+  if (info) {
+    *info = cudaGraphExecUpdateResultInfo{};
+    info->result =
+        e == err::Success ? cudaGraphExecUpdateSuccess : cudaGraphExecUpdateErrorTopologyChanged;
+  }
+  return ret(e);
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  return ret(core().graph_exec_destroy(X(exec)));
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
+  return ret(core().graph_launch(X(exec), s));
+}
+RGPU_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, true, &s); e != err::Success) return ret(e);
+  return ret(core().graph_launch(X(exec), s));
+}
+cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
+  // The executable graph already lives on the server: nothing to upload.
+  if (!exec) return ret(err::InvalidValue);
+  client::Stream s;
+  return ret(stream_arg(stream, false, &s));
+}

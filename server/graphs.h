@@ -1,0 +1,65 @@
+// A session's CUDA graphs (server/graphs.cc): graphs built node by node or by stream capture,
+// their instantiated copies, and which streams are capturing.  A node is a recorded
+// stream-ordered request (its encoded body, and the bytes of a host-to-device copy, kept with the
+// graph); one GraphLaunch replays an executable graph's nodes, in an order that respects every
+// edge, on the launch's stream.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace rgpu::server {
+
+struct GraphNode {
+  uint64_t id = 0;    // the graph's own numbering: 1, 2, ...
+  uint32_t kind = 0;  // proto::GraphNodeKind
+  uint16_t type = 0;  // the recorded request's message id (0: an empty node)
+  std::vector<uint8_t> body;
+  std::shared_ptr<const std::vector<char>> payload;  // a host-to-device copy's bytes
+  std::vector<uint64_t> deps;
+  bool removed = false;
+};
+
+struct Graph {
+  uint32_t device = 0;
+  std::vector<GraphNode> nodes;  // nodes[i].id == i + 1
+  bool capturing = false;        // still being captured: not usable yet
+};
+
+struct GraphExec {
+  uint32_t device = 0;
+  std::vector<GraphNode> order;  // topologically sorted
+  bool holds_payload = false;
+};
+
+// One capture sequence: the streams taking part and, per stream, the nodes the next one
+// depends on.
+struct CaptureSequence {
+  uint64_t graph = 0;
+  uint64_t origin = 0;  // the stream that began it
+  uint32_t mode = 0;
+  uint64_t sequence = 0;
+  bool invalidated = false;
+};
+
+struct GraphState {
+  std::map<uint64_t, Graph> graphs;
+  std::map<uint64_t, GraphExec> execs;
+  std::map<uint64_t, CaptureSequence> captures;  // by graph id
+  struct Capturing {
+    uint64_t graph = 0;
+    std::vector<uint64_t> tail;  // what the stream's next node depends on
+  };
+  std::map<uint64_t, Capturing> streams;  // by client stream id
+  struct CapturedEvent {
+    uint64_t graph = 0;
+    std::vector<uint64_t> tail;
+  };
+  std::map<uint64_t, CapturedEvent> events;  // events recorded in a capture, by client event id
+  uint64_t next_sequence = 1;
+  uint32_t replays = 0;  // numbers host callbacks of replays apart
+};
+
+}  // namespace rgpu::server

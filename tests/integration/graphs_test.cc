@@ -1,0 +1,22 @@
+// CUDA graphs end to end against rgpud --backend host, over tcp and shm (tests/cuda/graphs.cu):
+// capture replayed 100 times, fork/join capture, capture errors, explicit graphs, host nodes in
+// order, exec update, clone and child graphs.
+#include <gtest/gtest.h>
+
+#include "tests/integration/harness.h"
+
+using namespace rgpu::test;
+
+class Graphs : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Graphs, CaptureAndExplicitGraphsReplayCorrectly) {
+  Daemon d({"--host-capacity", "1GiB"});
+  auto env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("graphs")}, env, 60);
+  EXPECT_EQ(r.status, 0) << "stdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graphs: passed"), std::string::npos) << r.out;
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Transports, Graphs, ::testing::Values("tcp", "shm"));
