@@ -34,6 +34,8 @@ int main() {
   cudaStream_t s, s2;
   REQUIRE_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   REQUIRE_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  // The memset above is on the legacy stream, which non-blocking streams do not wait for.
+  REQUIRE_OK(cudaDeviceSynchronize());
 
   // 1. Capture a sequence, replay it 100 times.
   int calls = 0;
