@@ -165,6 +165,31 @@ class Client {
   CudaError can_access_peer(int* can, int dev, int peer);
   CudaError enable_peer_access(int peer);
 
+  // ---- pools (client/pools.cc): stream-ordered allocation and mapped page-locked memory
+  // A memory pool of a virtual device: the server's pool `id` (0: the device's default pool).
+  struct MemPool {
+    int device = 0;
+    uint64_t id = 0;
+  };
+  CudaError mem_pool_default(int dev, MemPool** out);
+  CudaError mem_pool_current(int dev, MemPool** out);
+  CudaError mem_pool_set_current(int dev, MemPool* pool);
+  CudaError mem_pool_create(int dev, uint64_t max_size, MemPool** out);
+  CudaError mem_pool_destroy(MemPool* pool);
+  // attr: cudaMemPoolAttr numbers.
+  CudaError mem_pool_set_attr(MemPool* pool, uint32_t attr, uint64_t value);
+  CudaError mem_pool_get_attr(MemPool* pool, uint32_t attr, uint64_t* value);
+  CudaError mem_pool_trim(MemPool* pool, uint64_t keep);
+  // Whether virtual device `dev` may use the pool's memory (its own device always may).
+  CudaError mem_pool_set_access(MemPool* pool, int dev, bool read_write);
+  CudaError mem_pool_get_access(MemPool* pool, int dev, bool* read_write);
+  // `pool` null: the stream's device's current pool.
+  CudaError malloc_async(void** ptr, size_t size, MemPool* pool, const Stream& s);
+  CudaError free_async(void* ptr, const Stream& s);
+  // Mapped page-locked memory: the device pointer of page-locked host memory, and its flags.
+  CudaError host_device_pointer(void* host, void** device_ptr);
+  CudaError host_flags(void* host, unsigned* flags);
+
  private:
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
@@ -219,6 +244,18 @@ class Client {
   std::mutex objects_mu_;
   std::set<Stream*> streams_;  // live streams and events, to refuse stale handles
   std::set<Event*> events_;
+  // ---- pools (client/pools.cc)
+  bool is_pool_allocation(uint64_t ptr);
+  MemPool* live_pool(MemPool* pool);  // null for a handle that is not a live pool
+  // Maps a new shared page-locked segment at this process's address in the session too.
+  CudaError map_shared_segment(ServerLink* l, int dev, uint64_t key, void* base, unsigned flags,
+                               bool* mapped);
+  std::mutex pools_mu_;
+  std::set<MemPool*> pools_;                           // live pools made by the program
+  std::vector<std::unique_ptr<MemPool>> default_pools_;  // per device, made at first use
+  std::map<int, MemPool*> current_pool_;               // per device, when set
+  std::map<MemPool*, std::set<int>> pool_access_;      // devices given access (beyond its own)
+  std::set<uint64_t> pool_ptrs_;                       // live stream-ordered allocations
 };
 
 }  // namespace rgpu::client

@@ -507,6 +507,10 @@ struct PayloadDoneMsg {
   RGPU_FIELDS(bytes)
 };
 
+}  // namespace rgpu::proto
+#include "proto/messages_pools.h"  // NOLINT(build/include_order)
+namespace rgpu::proto {
+
 // ---- the catalogue
 // --------------------------------------------------------------------------------
 enum class MsgId : uint16_t {

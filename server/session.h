@@ -29,6 +29,7 @@
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
 #include "server/host_work.h"
+#include "server/mem_pools.h"
 #include "server/module_cache.h"
 #include "server/outbox.h"
 #include "server/output_capture.h"
@@ -261,6 +262,10 @@ class Session {
   std::vector<std::vector<uint64_t>> all_events_, all_streams_;    // per GPU, every private one
   std::map<uint64_t, int> event_holders_;                          // client event handle -> waits
   std::map<uint64_t, int> destroy_later_;  // client event handle -> its GPU, destroyed unheld
+  // ---- pools (server/pools.cc): stream-ordered allocation, created at first use
+  MemPools& pools();
+  std::unique_ptr<MemPools> pools_;
+
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;
 };

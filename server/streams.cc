@@ -62,6 +62,7 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
 Status Session::on(StreamSynchronizeMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.id, h); !s.ok()) return s;
+  if (pools_) pools_->trim_device(q.device);  // a synchronization point of stream-ordered frees
   // A private event marks the stream's work so far; a waiter synchronizes it (the stream may be
   // destroyed meanwhile, the event stays valid) and replies.
   const int dev = static_cast<int>(q.device);
