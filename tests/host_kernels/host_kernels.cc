@@ -166,6 +166,24 @@ void add_one(const rgpu_host_launch*, void** p) {
 
 void bench_empty(const rgpu_host_launch*, void**) {}
 
+// tests/cuda/pools.cu
+void pools_fill(const rgpu_host_launch* l, void** p) {
+  auto out = arg<int*>(p, 0);
+  int n = arg<int>(p, 1), base = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) out[i] = base + static_cast<int>(i);
+  });
+}
+
+void pools_sum(const rgpu_host_launch*, void** p) {
+  auto in = arg<const int*>(p, 0);
+  int n = arg<int>(p, 1);
+  auto out = arg<long long*>(p, 2);
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s += in[i];
+  *out = s;
+}
+
 const rgpu_host_kernel kKernels[] = {
     {"bench_empty", bench_empty},
     {"slow_fill", slow_fill},
@@ -184,6 +202,8 @@ const rgpu_host_kernel kKernels[] = {
     {"say", say},
     {"bump", bump},
     {"fill", fill},
+    {"pools_fill", pools_fill},
+    {"pools_sum", pools_sum},
 };
 
 }  // namespace
