@@ -140,6 +140,7 @@ CudaError Client::reset(int dev) {
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
+  forget_pools(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
   return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});

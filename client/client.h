@@ -250,12 +250,15 @@ class Client {
   // Maps a new shared page-locked segment at this process's address in the session too.
   CudaError map_shared_segment(ServerLink* l, int dev, uint64_t key, void* base, unsigned flags,
                                bool* mapped);
+  CudaError pool_on_server(int dev, uint64_t max_size, std::unique_ptr<MemPool>* out);
+  void forget_pools(int dev);  // cudaDeviceReset: the device's pools and allocations are gone
+  std::mutex default_pool_mu_;
   std::mutex pools_mu_;
-  std::set<MemPool*> pools_;                           // live pools made by the program
+  std::set<MemPool*> pools_;                             // live pools made by the program
   std::vector<std::unique_ptr<MemPool>> default_pools_;  // per device, made at first use
-  std::map<int, MemPool*> current_pool_;               // per device, when set
-  std::map<MemPool*, std::set<int>> pool_access_;      // devices given access (beyond its own)
-  std::set<uint64_t> pool_ptrs_;                       // live stream-ordered allocations
+  std::map<int, MemPool*> current_pool_;                 // per device, when set
+  std::map<MemPool*, std::set<int>> pool_access_;        // devices given access (beyond its own)
+  std::set<uint64_t> pool_ptrs_;                         // live stream-ordered allocations
 };
 
 }  // namespace rgpu::client

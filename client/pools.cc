@@ -30,15 +30,54 @@ bool Client::is_pool_allocation(uint64_t ptr) {
   return pool_ptrs_.count(ptr) > 0;
 }
 
+CudaError Client::pool_on_server(int dev, uint64_t max_size, std::unique_ptr<MemPool>* out) {
+  CudaError e;
+  ServerLink* l = link(dev, &e);
+  if (!l) return e;
+  if (e = name_window(dev, l); e != err::Success) return e;
+  const DeviceSpec& spec = devices_[dev].spec;
+  auto pool = std::make_unique<MemPool>(MemPool{dev, l->new_id()});
+  e = l->call<MemPoolCreateMsg>(MemPoolCreateReq{spec.gpu, pool->id, spec.window_base, max_size});
+  if (e == err::Success) *out = std::move(pool);
+  return e;
+}
+
+// A virtual device's default pool is a pool of its own on the server (two virtual devices naming
+// one GPU have two windows, hence two default pools), made at its first use.
 CudaError Client::mem_pool_default(int dev, MemPool** out) {
   if (!out) return err::InvalidValue;
   if (check_device(dev) != err::Success) return err::InvalidDevice;
+  std::lock_guard<std::mutex> once(default_pool_mu_);  // one creation per device
+  {
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    if (default_pools_.empty()) default_pools_.resize(devices_.size());
+    if (auto& p = default_pools_[static_cast<size_t>(dev)]) {
+      *out = p.get();
+      return err::Success;
+    }
+  }
+  std::unique_ptr<MemPool> p;
+  if (CudaError e = pool_on_server(dev, 0, &p); e != err::Success) return e;
   std::lock_guard<std::mutex> lock(pools_mu_);
-  if (default_pools_.empty()) default_pools_.resize(devices_.size());
-  auto& p = default_pools_[static_cast<size_t>(dev)];
-  if (!p) p = std::make_unique<MemPool>(MemPool{dev, 0});
   *out = p.get();
+  default_pools_[static_cast<size_t>(dev)] = std::move(p);
   return err::Success;
+}
+
+void Client::forget_pools(int dev) {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  for (const DeviceRange& r : map_.device_allocations(dev)) pool_ptrs_.erase(r.base);
+  current_pool_.erase(dev);
+  if (static_cast<size_t>(dev) < default_pools_.size()) default_pools_[dev].reset();
+  for (auto it = pools_.begin(); it != pools_.end();) {
+    if ((*it)->device != dev) {
+      ++it;
+      continue;
+    }
+    pool_access_.erase(*it);
+    delete *it;
+    it = pools_.erase(it);
+  }
 }
 
 CudaError Client::mem_pool_current(int dev, MemPool** out) {
@@ -71,14 +110,8 @@ CudaError Client::mem_pool_set_current(int dev, MemPool* pool) {
 CudaError Client::mem_pool_create(int dev, uint64_t max_size, MemPool** out) {
   if (!out) return err::InvalidValue;
   if (check_device(dev) != err::Success) return err::InvalidDevice;
-  CudaError e;
-  ServerLink* l = link(dev, &e);
-  if (!l) return e;
-  if (e = name_window(dev, l); e != err::Success) return e;
-  const DeviceSpec& spec = devices_[dev].spec;
-  auto pool = std::make_unique<MemPool>(MemPool{dev, l->new_id()});
-  e = l->call<MemPoolCreateMsg>(MemPoolCreateReq{spec.gpu, pool->id, spec.window_base, max_size});
-  if (e != err::Success) return e;
+  std::unique_ptr<MemPool> pool;
+  if (CudaError e = pool_on_server(dev, max_size, &pool); e != err::Success) return e;
   std::lock_guard<std::mutex> lock(pools_mu_);
   *out = pool.release();
   pools_.insert(*out);

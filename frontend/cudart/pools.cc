@@ -81,6 +81,31 @@ cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   return ret(core().mem_pool_set_current(device, pool_of(memPool)));
 }
 
+// The location forms: device pools only (host and NUMA pools are not offered remotely).
+cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* memPool, cudaMemLocation* location,
+                                     cudaMemAllocationType type) {
+  int dev = 0;
+  if (type != cudaMemAllocationTypePinned) return ret(err::InvalidValue);
+  if (CudaError e = device_of(location, &dev); e != err::Success) return ret(e);
+  return cudaDeviceGetDefaultMemPool(memPool, dev);
+}
+
+cudaError_t cudaMemGetMemPool(cudaMemPool_t* memPool, cudaMemLocation* location,
+                              cudaMemAllocationType type) {
+  int dev = 0;
+  if (type != cudaMemAllocationTypePinned) return ret(err::InvalidValue);
+  if (CudaError e = device_of(location, &dev); e != err::Success) return ret(e);
+  return cudaDeviceGetMemPool(memPool, dev);
+}
+
+cudaError_t cudaMemSetMemPool(cudaMemLocation* location, cudaMemAllocationType type,
+                              cudaMemPool_t memPool) {
+  int dev = 0;
+  if (type != cudaMemAllocationTypePinned) return ret(err::InvalidValue);
+  if (CudaError e = device_of(location, &dev); e != err::Success) return ret(e);
+  return cudaDeviceSetMemPool(dev, memPool);
+}
+
 cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const cudaMemPoolProps* poolProps) {
   if (!memPool || !poolProps) return ret(err::InvalidValue);
   if (poolProps->allocType != cudaMemAllocationTypePinned ||

@@ -2,6 +2,7 @@
 //   pools           cudaMallocAsync/cudaFreeAsync in stream order with kernels and copies, reuse
 //                   on the freeing stream, other streams, memory pools (create, attributes,
 //                   trim, access, the device's current pool), cudaFree of pool memory.
+//   devices         the same on every device (POOLS_PRINT=1: where the memory is)
 //   mapped          cudaHostAlloc(cudaHostAllocMapped) + cudaHostGetDevicePointer: kernels write
 //                   and read host memory (over shared memory through rgpu).
 //   mapped-refused  through rgpu over a network: mapped page-locked memory is refused at the call.
@@ -111,6 +112,10 @@ void pool_attributes() {
   EXPECT_OK(cudaDeviceGetDefaultMemPool(&def, dev));
   EXPECT_OK(cudaDeviceGetMemPool(&cur, dev));
   EXPECT_TRUE(def != nullptr && def == cur, "the current pool is the default pool");
+  cudaMemLocation here = {cudaMemLocationTypeDevice, dev};
+  cudaMemPool_t by_loc = nullptr;
+  EXPECT_OK(cudaMemGetDefaultMemPool(&by_loc, &here, cudaMemAllocationTypePinned));
+  EXPECT_TRUE(by_loc == def, "cudaMemGetDefaultMemPool names the device's default pool");
 
   cudaMemPoolProps props = {};
   props.allocType = cudaMemAllocationTypePinned;
@@ -223,6 +228,32 @@ void mapped_refused() {
   cudaGetLastError();
 }
 
+// Every device: stream-ordered memory works there (with POOLS_PRINT=1 it prints "addr <device>
+// <pointer>" lines: rgpu's integration test checks they lie in the device's address window).
+void devices() {
+  int n = 0;
+  REQUIRE_OK(cudaGetDeviceCount(&n));
+  for (int d = 0; d < n; ++d) {
+    REQUIRE_OK(cudaSetDevice(d));
+    cudaStream_t s;
+    REQUIRE_OK(cudaStreamCreate(&s));
+    int* p = nullptr;
+    long long* sum = nullptr;
+    EXPECT_OK(cudaMallocAsync(&p, kBytes, s));
+    EXPECT_OK(cudaMallocAsync(&sum, sizeof *sum, s));
+    pools_fill<<<(kN + 255) / 256, 256, 0, s>>>(p, kN, d);
+    pools_sum<<<1, 1, 0, s>>>(p, kN, sum);
+    long long got = 0;
+    EXPECT_OK(cudaMemcpyAsync(&got, sum, sizeof got, cudaMemcpyDeviceToHost, s));
+    EXPECT_OK(cudaStreamSynchronize(s));
+    EXPECT_TRUE(got == expected_sum(d), "stream-ordered memory on this device");
+    if (getenv("POOLS_PRINT")) printf("addr %d %p\naddr %d %p\n", d, (void*)p, d, (void*)sum);
+    EXPECT_OK(cudaFreeAsync(p, s));
+    EXPECT_OK(cudaFreeAsync(sum, s));
+    EXPECT_OK(cudaStreamDestroy(s));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,12 +261,14 @@ int main(int argc, char** argv) {
   if (mode == "pools") {
     stream_order();
     pool_attributes();
+  } else if (mode == "devices") {
+    devices();
   } else if (mode == "mapped") {
     mapped();
   } else if (mode == "mapped-refused") {
     mapped_refused();
   } else {
-    printf("usage: pools [pools|mapped|mapped-refused]\n");
+    printf("usage: pools [pools|devices|mapped|mapped-refused]\n");
     return 2;
   }
   return finish(("pools " + mode).c_str());

@@ -2,6 +2,8 @@
 // and shared memory (tests/cuda/pools.cu).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "tests/integration/harness.h"
@@ -38,6 +40,32 @@ TEST_P(Pools, UnderAClientMemoryLimit) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, Pools, ::testing::Values("tcp", "shm"),
                          [](const auto& info) { return std::string(info.param); });
+
+TEST(StreamOrderedAllocation, EachVirtualDeviceAllocatesInItsOwnWindow) {
+  // Two virtual devices naming one GPU, and another GPU: three windows, three default pools.
+  Daemon d({"--host-gpus", "2"});
+  Env env = d.client_env();
+  env["RGPU_SERVERS"] = d.servers() + "/1," + d.servers() + "/1," + d.servers() + "/0";
+  env["POOLS_PRINT"] = "1";
+  Result r = run({cuda_program("pools"), "devices"}, env, 60);
+  expect_passed(r, "devices");
+  std::istringstream in(r.out);
+  std::string line;
+  int seen = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("addr ", 0) != 0) continue;
+    std::istringstream f(line.substr(5));
+    int dev = -1;
+    std::string p;
+    f >> dev >> p;
+    const uint64_t addr = std::strtoull(p.c_str(), nullptr, 16);
+    const uint64_t window = 0x500000000000ull + static_cast<uint64_t>(dev) * (1ull << 40);
+    EXPECT_GE(addr, window) << line;
+    EXPECT_LT(addr, window + (1ull << 40)) << line;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 6) << r.out;
+}
 
 TEST(MappedHostMemory, KernelsUseItOverSharedMemory) {
   expect_passed(run_pools("shm", "mapped"), "mapped");
