@@ -36,12 +36,15 @@ bool is_size_attr(cudaMemPoolAttr a) { return a >= cudaMemPoolAttrReleaseThresho
 
 }  // namespace
 
+// The _ptsz forms are not declared by the toolkit's headers here: exported explicitly.
+#define RGPU_EXPORT __attribute__((visibility("default")))
+
 extern "C" {
 
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   return malloc_async(devPtr, size, nullptr, hStream, false);
 }
-cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
+RGPU_EXPORT cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
   return malloc_async(devPtr, size, nullptr, hStream, true);
 }
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
@@ -49,15 +52,15 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPo
   if (!memPool) return ret(err::InvalidValue);
   return malloc_async(ptr, size, pool_of(memPool), stream, false);
 }
-cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
-                                         cudaStream_t stream) {
+RGPU_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
+                                                     cudaStream_t stream) {
   if (!memPool) return ret(err::InvalidValue);
   return malloc_async(ptr, size, pool_of(memPool), stream, true);
 }
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
   return free_async(devPtr, hStream, false);
 }
-cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
+RGPU_EXPORT cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
   return free_async(devPtr, hStream, true);
 }
 
