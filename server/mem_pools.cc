@@ -278,6 +278,13 @@ void MemPools::release_cached(uint32_t dev) {
   }
 }
 
+void MemPools::forget_stream(uint32_t dev, uint64_t stream) {
+  for (auto& [k, p] : pools_)
+    if (k.first == dev)
+      for (Cached& c : p.cache)
+        if (c.stream == stream) c.stream = kNoStream;
+}
+
 void MemPools::forget_device(uint32_t dev) {
   for (auto it = pools_.begin(); it != pools_.end();)
     it = it->first.first == dev ? pools_.erase(it) : std::next(it);

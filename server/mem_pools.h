@@ -72,6 +72,9 @@ class MemPools {
   void trim_device(uint32_t dev);
   // Gives every completed cached block of `dev`'s pools back (the heap ran out of memory).
   void release_cached(uint32_t dev);
+  // A stream is destroyed: its handle may come back for another stream, so blocks freed on it
+  // are no longer reusable "on the same stream" (only once their frees completed).
+  void forget_stream(uint32_t dev, uint64_t stream);
   // After a device reset: its pools, blocks and events are gone (the heap was released).
   void forget_device(uint32_t dev);
   // Bytes reserved by all pools (held from the heaps), for the per-client memory limit.
@@ -79,6 +82,7 @@ class MemPools {
   bool owns(uint32_t dev, uint64_t ptr) const { return live_.count({dev, ptr}) > 0; }
 
  private:
+  static constexpr uint64_t kNoStream = ~0ull;  // a destroyed stream's blocks
   struct Cached {
     uint64_t ptr = 0, size = 0;
     uint64_t stream = 0;  // backend handle of the stream it was freed on

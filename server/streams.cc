@@ -56,6 +56,7 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
   if (Status s = stream_of(q.device, q.id, h); !s.ok() || q.id == 0)
     return s.ok() ? Status::fail(kInvalidResourceHandle, "the default stream") : s;
   streams_.erase(q.id);
+  if (pools_) pools_->forget_stream(q.device, h);  // its handle may name another stream later
   return exec_.stream_destroy(static_cast<int>(q.device), h);
 }
 

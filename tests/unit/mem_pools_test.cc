@@ -88,6 +88,17 @@ TEST(MemPools, SameStreamReusesAtOnceOtherStreamsAfterCompletion) {
   EXPECT_TRUE(gpu.waits.empty());
 }
 
+TEST(MemPools, ADestroyedStreamsHandleDoesNotInheritItsPendingFrees) {
+  FakeGpu gpu;
+  MemPools pools(gpu.ops());
+  uint64_t a = 0, b = 0, size = 0;
+  ASSERT_TRUE(pools.alloc(0, 0, 0, kS1, 4096, a).ok());
+  ASSERT_TRUE(pools.free(0, a, kS1, size).ok());
+  pools.forget_stream(0, kS1);  // a new stream may get the same handle
+  ASSERT_TRUE(pools.alloc(0, 0, 0, kS1, 4096, b).ok());
+  EXPECT_NE(b, a) << "the free is still pending";
+}
+
 TEST(MemPools, OpportunisticReuseCanBeTurnedOff) {
   FakeGpu gpu;
   MemPools pools(gpu.ops());
