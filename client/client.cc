@@ -456,8 +456,10 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
     }
   }
   if (flags & 0x02) {  // cudaHostAllocMapped: a remote GPU cannot reach this process's memory
-    LOG_ERROR("cudaHostAlloc(cudaHostAllocMapped): mapped page-locked memory needs a server on "
-              "this machine over the shm transport; device %d is reached over the network", dev);
+    LOG_ERROR(
+        "cudaHostAlloc(cudaHostAllocMapped): mapped page-locked memory needs a server on "
+        "this machine over the shm transport; device %d is reached over the network",
+        dev);
     return err::NotSupported;
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -487,8 +489,9 @@ CudaError Client::host_register(void* ptr, size_t size, unsigned flags) {
   if (!ptr || size == 0) return err::InvalidValue;
   if (map_.find_device(u64(ptr))) return err::InvalidValue;
   if (flags & 0x02) {  // cudaHostRegisterMapped
-    LOG_ERROR("cudaHostRegister(cudaHostRegisterMapped): a remote GPU cannot map this process's "
-              "ordinary memory; allocate it with cudaHostAlloc(cudaHostAllocMapped) instead");
+    LOG_ERROR(
+        "cudaHostRegister(cudaHostRegisterMapped): a remote GPU cannot map this process's "
+        "ordinary memory; allocate it with cudaHostAlloc(cudaHostAllocMapped) instead");
     return err::NotSupported;
   }
   if (!map_.add_host(HostRange{u64(ptr), size, flags, true, current_device()}))
@@ -505,7 +508,7 @@ CudaError Client::host_unregister(void* ptr) {
 
 PointerInfo Client::pointer_info(const void* p) const {
   if (auto d = map_.find_device(u64(p))) return {MemoryType::Device, d->device, d->base};
-  if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base};
+  if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base, h->mapped};
   return {};
 }
 

@@ -76,6 +76,7 @@ struct PointerInfo {
   MemoryType type = MemoryType::Unregistered;
   int device = -2;
   uint64_t base = 0;
+  bool mapped = false;  // page-locked memory the GPU reaches at the same address
 };
 
 class Client {

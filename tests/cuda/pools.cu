@@ -200,6 +200,10 @@ void mapped() {
   EXPECT_TRUE((flags & cudaHostAllocMapped) != 0, "cudaHostGetFlags has cudaHostAllocMapped");
   int* d = nullptr;
   EXPECT_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0));
+  cudaPointerAttributes pa = {};
+  EXPECT_OK(cudaPointerGetAttributes(&pa, h + 1));
+  EXPECT_TRUE(pa.type == cudaMemoryTypeHost && pa.devicePointer == d + 1,
+              "pointer attributes of mapped memory name its device pointer");
   pools_fill<<<(kN + 255) / 256, 256>>>(d, kN, 3);
   EXPECT_OK(cudaDeviceSynchronize());
   bool good = true;
