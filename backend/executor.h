@@ -172,6 +172,12 @@ class Executor {
   virtual Status host_register(void* p, size_t size) = 0;
   virtual Status host_unregister(void* p) = 0;
 
+  // ---- pools
+  // Page-locks server host memory at `p` (a client's shared segment, mapped in the session at the
+  // client's own address) and maps it for the GPUs so that kernels can use the pointer `p`
+  // itself (mapped page-locked memory); an error when a GPU would need another address.
+  virtual Status host_register_mapped(void* p, size_t size) = 0;
+
   // Page-locked host memory for staging copies (allocated once per session and reused).
   virtual void* alloc_staging(size_t bytes) = 0;
   virtual void free_staging(void* p) = 0;

@@ -34,6 +34,7 @@ struct HostRange {
   int device = 0;              // current device when it was made page-locked
   uint64_t segment = 0;        // shared with a co-located server (shm transport), else 0
   const void* link = nullptr;  // the ServerLink that maps the segment
+  bool mapped = false;         // the session maps it at this address for its GPUs (kernels)
 };
 
 class AddressMap {

@@ -135,6 +135,7 @@ CudaError Client::reset(int dev) {
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
+  forget_pools(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
   return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
@@ -187,6 +188,11 @@ CudaError Client::free(void* ptr) {
   if (!ptr) return err::Success;
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr) || !r->freeable) return err::InvalidValue;
+  if (is_pool_allocation(r->base)) {  // cudaFree of stream-ordered memory: synchronizes
+    const Stream legacy{r->device, 0};
+    CudaError e = free_async(ptr, legacy);
+    return e == err::Success ? synchronize(r->device) : e;
+  }
   map_.remove_device(r->base);
   CudaError e;
   ServerLink* l = link(r->device, &e);
@@ -425,7 +431,14 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
       uint64_t key = 0;
       if (l->register_memory(devices_[dev].spec.gpu, r, key) == err::Success) {
         close(r.fd);
-        map_.add_host(HostRange{u64(r.base), size, flags, false, dev, key, l});
+        bool mapped = false;  // kernels may use the pointer (client/pools.cc)
+        if (CudaError m = map_shared_segment(l, dev, key, r.base, flags, &mapped);
+            m != err::Success) {
+          l->call<HostShmUnregisterMsg>(HostShmUnregisterReq{key});
+          munmap(r.base, r.size);
+          return m;
+        }
+        map_.add_host(HostRange{u64(r.base), size, flags, false, dev, key, l, mapped});
         *ptr = r.base;
         return err::Success;
       }
@@ -433,6 +446,13 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
     } catch (const transport::TransportError& ex) {
       LOG_INFO("page-locked memory is not shared: %s", ex.what());
     }
+  }
+  if (flags & 0x02) {  // cudaHostAllocMapped: a remote GPU cannot reach this process's memory
+    LOG_ERROR(
+        "cudaHostAlloc(cudaHostAllocMapped): mapped page-locked memory needs a server on "
+        "this machine over the shm transport; device %d is reached over the network",
+        dev);
+    return err::NotSupported;
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return err::MemoryAllocation;
@@ -460,6 +480,12 @@ CudaError Client::host_free(void* ptr) {
 CudaError Client::host_register(void* ptr, size_t size, unsigned flags) {
   if (!ptr || size == 0) return err::InvalidValue;
   if (map_.find_device(u64(ptr))) return err::InvalidValue;
+  if (flags & 0x02) {  // cudaHostRegisterMapped
+    LOG_ERROR(
+        "cudaHostRegister(cudaHostRegisterMapped): a remote GPU cannot map this process's "
+        "ordinary memory; allocate it with cudaHostAlloc(cudaHostAllocMapped) instead");
+    return err::NotSupported;
+  }
   if (!map_.add_host(HostRange{u64(ptr), size, flags, true, current_device()}))
     return err::HostMemoryAlreadyRegistered;
   return err::Success;
@@ -474,7 +500,7 @@ CudaError Client::host_unregister(void* ptr) {
 
 PointerInfo Client::pointer_info(const void* p) const {
   if (auto d = map_.find_device(u64(p))) return {MemoryType::Device, d->device, d->base};
-  if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base};
+  if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base, h->mapped};
   return {};
 }
 

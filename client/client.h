@@ -77,6 +77,7 @@ struct PointerInfo {
   MemoryType type = MemoryType::Unregistered;
   int device = -2;
   uint64_t base = 0;
+  bool mapped = false;  // page-locked memory the GPU reaches at the same address
 };
 
 class Client {
@@ -266,6 +267,30 @@ class Client {
   // status: 0 none, 1 active, 2 invalidated.
   CudaError capture_info(const Stream& s, unsigned* status, unsigned long long* sequence,
                          Graph** graph);
+  // ---- pools (client/pools.cc): stream-ordered allocation and mapped page-locked memory
+  // A memory pool of a virtual device: the server's pool `id` (0: the device's default pool).
+  struct MemPool {
+    int device = 0;
+    uint64_t id = 0;
+  };
+  CudaError mem_pool_default(int dev, MemPool** out);
+  CudaError mem_pool_current(int dev, MemPool** out);
+  CudaError mem_pool_set_current(int dev, MemPool* pool);
+  CudaError mem_pool_create(int dev, uint64_t max_size, MemPool** out);
+  CudaError mem_pool_destroy(MemPool* pool);
+  // attr: cudaMemPoolAttr numbers.
+  CudaError mem_pool_set_attr(MemPool* pool, uint32_t attr, uint64_t value);
+  CudaError mem_pool_get_attr(MemPool* pool, uint32_t attr, uint64_t* value);
+  CudaError mem_pool_trim(MemPool* pool, uint64_t keep);
+  // Whether virtual device `dev` may use the pool's memory (its own device always may).
+  CudaError mem_pool_set_access(MemPool* pool, int dev, bool read_write);
+  CudaError mem_pool_get_access(MemPool* pool, int dev, bool* read_write);
+  // `pool` null: the stream's device's current pool.
+  CudaError malloc_async(void** ptr, size_t size, MemPool* pool, const Stream& s);
+  CudaError free_async(void* ptr, const Stream& s);
+  // Mapped page-locked memory: the device pointer of page-locked host memory, and its flags.
+  CudaError host_device_pointer(void* host, void** device_ptr);
+  CudaError host_flags(void* host, unsigned* flags);
 
  private:
   CudaError graph_link(int dev, ServerLink** l);
@@ -324,6 +349,21 @@ class Client {
   std::mutex objects_mu_;
   std::set<Stream*> streams_;  // live streams and events, to refuse stale handles
   std::set<Event*> events_;
+  // ---- pools (client/pools.cc)
+  bool is_pool_allocation(uint64_t ptr);
+  MemPool* live_pool(MemPool* pool);  // null for a handle that is not a live pool
+  // Maps a new shared page-locked segment at this process's address in the session too.
+  CudaError map_shared_segment(ServerLink* l, int dev, uint64_t key, void* base, unsigned flags,
+                               bool* mapped);
+  CudaError pool_on_server(int dev, uint64_t max_size, std::unique_ptr<MemPool>* out);
+  void forget_pools(int dev);  // cudaDeviceReset: the device's pools and allocations are gone
+  std::mutex default_pool_mu_;
+  std::mutex pools_mu_;
+  std::set<MemPool*> pools_;                             // live pools made by the program
+  std::vector<std::unique_ptr<MemPool>> default_pools_;  // per device, made at first use
+  std::map<int, MemPool*> current_pool_;                 // per device, when set
+  std::map<MemPool*, std::set<int>> pool_access_;        // devices given access (beyond its own)
+  std::set<uint64_t> pool_ptrs_;                         // live stream-ordered allocations
 };
 
 }  // namespace rgpu::client

@@ -432,6 +432,7 @@ Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) 
 Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
+  if (pools_) pools_->trim_device(q.device);  // a synchronization point of stream-ordered frees
   // Ready when every stream of the device is idle (a few queries; a private stream's copy in
   // flight is a chunk's DMA at most); otherwise on a waiter.
   bool idle = exec_.stream_query(dev, 0).code != err::NotReady;
@@ -449,6 +450,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   waiter_.wait_idle();  // no wait may use the device's handles while they go
   exec_.synchronize(dev);
   windows_.release_device(q.device);
+  if (pools_) pools_->forget_device(q.device);
   allocs_[dev].clear();
   unload_modules(dev);
   for (auto* objects : {&streams_, &events_})

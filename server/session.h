@@ -30,6 +30,7 @@
 #include "server/buffer_pool.h"
 #include "server/graphs.h"
 #include "server/host_work.h"
+#include "server/mem_pools.h"
 #include "server/module_cache.h"
 #include "server/outbox.h"
 #include "server/output_capture.h"
@@ -294,6 +295,9 @@ class Session {
   Status graph_of(uint64_t id, Graph*& g);
   void invalidate_capture(uint64_t graph);
   GraphState graphs_;
+  // ---- pools (server/pools.cc): stream-ordered allocation, created at first use
+  MemPools& pools();
+  std::unique_ptr<MemPools> pools_;
 
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;

@@ -56,12 +56,14 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
   if (Status s = stream_of(q.device, q.id, h); !s.ok() || q.id == 0)
     return s.ok() ? Status::fail(kInvalidResourceHandle, "the default stream") : s;
   streams_.erase(q.id);
+  if (pools_) pools_->forget_stream(q.device, h);  // its handle may name another stream later
   return exec_.stream_destroy(static_cast<int>(q.device), h);
 }
 
 Status Session::on(StreamSynchronizeMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.id, h); !s.ok()) return s;
+  if (pools_) pools_->trim_device(q.device);  // a synchronization point of stream-ordered frees
   // A private event marks the stream's work so far; a waiter synchronizes it (the stream may be
   // destroyed meanwhile, the event stays valid) and replies.
   const int dev = static_cast<int>(q.device);

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_launch.h"
+#include "backend/cuda/cuda_pools.h"
 #include "backend/gate.h"
 #include "common/log.h"
 
@@ -482,6 +483,10 @@ class CudaExecutor final : public Executor {
   Status host_unregister(void* p) override {
     if (Status s = use(0); !s.ok()) return s;
     return check(drv_.cuMemHostUnregister(p));
+  }
+  Status host_register_mapped(void* p, size_t size) override {
+    if (Status s = use(0); !s.ok()) return s;
+    return cuda_host_register_mapped(drv_, p, size);
   }
 
   void* alloc_staging(size_t bytes) override {

@@ -466,6 +466,8 @@ class HostExecutor final : public Executor {
 
   Status host_register(void*, size_t) override { return Status::success(); }
   Status host_unregister(void*) override { return Status::success(); }
+  // Host "kernels" run in this process: the memory at the client's address is the mapping.
+  Status host_register_mapped(void*, size_t) override { return Status::success(); }
   // Page-locked allocation takes the driver lock (see host_func) and, like pinning, touches every
   // page while holding it.
   void* alloc_staging(size_t bytes) override {

@@ -74,9 +74,11 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
       attributes->devicePointer = const_cast<void*>(ptr);
       break;
     case client::MemoryType::Host:
-      // Page-locked client memory: the remote GPU cannot map it, so there is no device pointer.
+      // Page-locked client memory: a device pointer only where the session maps it for the GPU
+      // at the same address (shared memory; see client/pools.cc).
       attributes->type = cudaMemoryTypeHost;
       attributes->hostPointer = const_cast<void*>(ptr);
+      if (pi.mapped) attributes->devicePointer = const_cast<void*>(ptr);
       break;
     case client::MemoryType::Unregistered:
       attributes->type = cudaMemoryTypeUnregistered;

@@ -248,6 +248,24 @@ void lib_add(const rgpu_host_launch* l, void** p) {
   });
 }
 
+// tests/cuda/pools.cu
+void pools_fill(const rgpu_host_launch* l, void** p) {
+  auto out = arg<int*>(p, 0);
+  int n = arg<int>(p, 1), base = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) out[i] = base + static_cast<int>(i);
+  });
+}
+
+void pools_sum(const rgpu_host_launch*, void** p) {
+  auto in = arg<const int*>(p, 0);
+  int n = arg<int>(p, 1);
+  auto out = arg<long long*>(p, 2);
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s += in[i];
+  *out = s;
+}
+
 const rgpu_host_kernel kKernels[] = {
     {"coop_sum", coop_sum},
     {"chain_step", chain_step},
@@ -275,6 +293,8 @@ const rgpu_host_kernel kKernels[] = {
     {"pitch_fill", pitch_fill},
     {"devmem_say", devmem_say},
     {"devmem_assert", devmem_assert},
+    {"pools_fill", pools_fill},
+    {"pools_sum", pools_sum},
 };
 
 }  // namespace
