@@ -81,7 +81,7 @@ failures=0
 programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols
   kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
   async_stress_ptds multi_gpu overlap stress_mix va_windows
-  launch devmem graphs"
+  launch devmem graphs pools"
 for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
   LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \
@@ -108,6 +108,14 @@ for mode in stream event d2h h2d free; do
   rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "stream_waits $mode" "$(verdict $nrc "$out/waits-$mode.native.out")" \
     "$(verdict $rrc "$out/waits-$mode.rgpu.out")" "$(verdict $src "$out/waits-$mode.shm.out")" "$(t2 "$out/waits-$mode.rgpu.out")")")
 done
+
+echo "== mapped page-locked memory (shared memory only; refused over TCP)"
+native limited "mapped-native" 60 "$build/cuda/pools" mapped >"$out/mapped.native.out" 2>&1; nrc=$?
+remote_on shm "$build/cuda/pools" mapped >"$out/mapped.shm.out" 2>&1; src=$?
+remote_on tcp "$build/cuda/pools" mapped-refused >"$out/mapped.tcp.out" 2>&1; rrc=$?
+[ $nrc -eq 0 ] && [ $src -eq 0 ] && [ $rrc -eq 0 ] || failures=$((failures + 1))
+rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "pools mapped" "$(verdict $nrc "$out/mapped.native.out")" \
+  "$(verdict $rrc "$out/mapped.tcp.out") (refused)" "$(verdict $src "$out/mapped.shm.out")" "kernels read/write the client's page-locked memory")")
 
 echo "== two servers on one machine: distinct address windows (VMM on the real GPU)"
 port2_file="$out/port2"
