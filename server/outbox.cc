@@ -45,10 +45,6 @@ void Outbox::push(OutItem item, Block block) {
       if (item.release) item.release();
       return;
     }
-    if (grouped_ && std::this_thread::get_id() != group_owner_) {
-      deferred_.push_back(std::move(item));
-      return;
-    }
     // A small item with nothing ahead of it goes out at once from this thread: no wakeup of the
     // writer on the way of a reply.  Order is kept: the writer waits while busy_.
     if (!items_.empty() || busy_ || bytes > kInlineBytes) {
@@ -63,41 +59,12 @@ void Outbox::push(OutItem item, Block block) {
   sent();
 }
 
-void Outbox::begin_group() {
-  // One group at a time (several waiters may reply with data): a second waits for the first,
-  // which only waits for the writer.
-  std::unique_lock<std::mutex> lock(mu_);
-  group_cv_.wait(lock, [&] { return !grouped_ || broken_ || stopping_; });
-  grouped_ = true;
-  group_owner_ = std::this_thread::get_id();
-}
-
-void Outbox::end_group() {
-  std::lock_guard<std::mutex> lock(mu_);
-  grouped_ = false;
-  group_cv_.notify_all();
-  if (deferred_.empty()) return;
-  for (auto& item : deferred_) {
-    queued_bytes_ += item_bytes(item);
-    items_.push_back(std::move(item));
-  }
-  deferred_.clear();
-  cv_.notify_one();
-}
-
 void Outbox::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& item : deferred_) {
-      queued_bytes_ += item_bytes(item);
-      items_.push_back(std::move(item));
-    }
-    deferred_.clear();
-    grouped_ = false;
     stopping_ = true;
     cv_.notify_one();
     space_cv_.notify_all();
-    group_cv_.notify_all();
   }
   if (writer_.joinable()) writer_.join();
 }
@@ -124,9 +91,7 @@ bool Outbox::next(std::unique_lock<std::mutex>& lock, OutItem& item) {
     std::optional<OutItem> beat = heartbeat_();
     lock.lock();
     last_sent_ = Clock::now();  // the next look in one interval, sent or not
-    // Never inside a group: a heartbeat between a reply's head and its payload would break the
-    // frame (the group's own bytes show the client the server is alive).
-    if (beat && !busy_ && items_.empty() && !stopping_ && !grouped_) {
+    if (beat && !busy_ && items_.empty() && !stopping_) {
       item = std::move(*beat);
       busy_ = true;
       return true;
@@ -172,7 +137,6 @@ void Outbox::send(OutItem& item) {
         std::lock_guard<std::mutex> lock(mu_);
         broken_ = true;
         space_cv_.notify_all();
-        group_cv_.notify_all();
       }
       // The session's reader sees the end and tears the session down (a client that stopped
       // reading must not keep it, or its memory, for ever).

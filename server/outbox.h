@@ -50,12 +50,6 @@ class Outbox {
                      std::function<std::optional<OutItem>()> make);
   void start();
   void push(OutItem item, Block block = Block::Never);
-  // A frame sent as several items (a reply and its payload chunks) must not be split by items
-  // other threads push meanwhile: between begin_group() and end_group() the calling thread's items
-  // go out as usual and everyone else's wait, in order, until end_group().  One group at a time:
-  // begin_group() waits while another thread's group is open.
-  void begin_group();
-  void end_group();
   // Sends what is queued, then stops the writer.
   void stop();
 
@@ -74,16 +68,12 @@ class Outbox {
   std::mutex mu_;
   std::condition_variable cv_;        // the writer
   std::condition_variable space_cv_;  // producers waiting for room
-  std::condition_variable group_cv_;  // threads waiting to open a group
   std::deque<OutItem> items_;
   size_t queued_bytes_ = 0;  // bytes of items_
   Clock::time_point last_sent_ = Clock::now();
   bool stopping_ = false;
   bool broken_ = false;
   bool busy_ = false;  // an item is being sent (by the writer or inline)
-  bool grouped_ = false;
-  std::thread::id group_owner_;
-  std::deque<OutItem> deferred_;  // other threads' items while a group is open
   std::thread writer_;
 };
 

@@ -190,7 +190,7 @@ class Session {
   BufferPool in_pool_;
   BufferPool pool_;
   // Device-to-host data of asynchronous copies, apart from pool_: its items may wait in the outbox
-  // while a synchronous reply streams (Outbox::begin_group), and must not starve that reply.
+  // behind a synchronous copy's data, and must not starve it.
   BufferPool async_pool_;
   // What host functions hand over (buffers to return, frames to queue); see server/host_work.h.
   // Declared after the pools: it is drained before they go.
