@@ -165,23 +165,26 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
   MallocRep rep;
   e = l->call<MallocMsg>(MallocReq{spec.gpu, size, spec.window_base}, &rep);
   if (e != err::Success) return e;
-  // Nothing from a server is trusted: the allocation must lie in the device's window, clear of
-  // every range this process knows.
-  const bool inside = rep.ptr >= spec.window_base &&
-                      rep.ptr - spec.window_base < spec.window_size &&
-                      size <= spec.window_size - (rep.ptr - spec.window_base);
-  if (!inside || !map_.add_device(DeviceRange{rep.ptr, size, dev})) {
-    LOG_ERROR(
-        "device %d ('%s'): the server placed an allocation of %zu bytes at 0x%llx, %s; "
-        "refused",
-        dev, spec.text.c_str(), size, static_cast<unsigned long long>(rep.ptr),
-        inside ? "overlapping memory this process already knows"
-               : "outside the device's address window");
+  if (!adopt_allocation(dev, rep.ptr, size, "an allocation")) {
     l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
     return err::MemoryAllocation;
   }
   *ptr = reinterpret_cast<void*>(rep.ptr);
   return err::Success;
+}
+
+bool Client::adopt_allocation(int dev, uint64_t ptr, size_t size, const char* what) {
+  // Nothing from a server is trusted: the allocation must lie in the device's window, clear of
+  // every range this process knows.
+  const DeviceSpec& spec = devices_[dev].spec;
+  const bool inside = ptr >= spec.window_base && ptr - spec.window_base < spec.window_size &&
+                      size <= spec.window_size - (ptr - spec.window_base);
+  if (inside && map_.add_device(DeviceRange{ptr, size, dev})) return true;
+  LOG_ERROR("device %d ('%s'): the server placed %s of %zu bytes at 0x%llx, %s; refused", dev,
+            spec.text.c_str(), what, size, static_cast<unsigned long long>(ptr),
+            inside ? "overlapping memory this process already knows"
+                   : "outside the device's address window");
+  return false;
 }
 
 CudaError Client::free(void* ptr) {

@@ -298,6 +298,10 @@ class Client {
   std::map<std::pair<const ServerLink*, uint64_t>, Graph*> capturing_;  // by link and graph id
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
+  // Enters an allocation the server made for device `dev` into the address map, after checking
+  // it lies in the device's window clear of every known range; false (logged, naming `what`)
+  // otherwise, and the caller gives it back.
+  bool adopt_allocation(int dev, uint64_t ptr, size_t size, const char* what);
   // What a copy's pointers are: device ranges (whole extent inside one allocation) or host.
   struct CopyPlan {
     bool empty = false;

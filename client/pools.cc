@@ -234,16 +234,7 @@ CudaError Client::malloc_async(void** ptr, size_t size, MemPool* pool, const Str
   e = l->call<MallocAsyncMsg>(MallocAsyncReq{spec.gpu, pool->id, spec.window_base, s.id, size},
                               &rep);
   if (e != err::Success) return e;
-  const bool inside = rep.ptr >= spec.window_base &&
-                      rep.ptr - spec.window_base < spec.window_size &&
-                      size <= spec.window_size - (rep.ptr - spec.window_base);
-  if (!inside || !map_.add_device(DeviceRange{rep.ptr, size, dev})) {
-    LOG_ERROR(
-        "device %d ('%s'): the server placed a stream-ordered allocation of %zu bytes at "
-        "0x%llx, %s; refused",
-        dev, spec.text.c_str(), size, static_cast<unsigned long long>(rep.ptr),
-        inside ? "overlapping memory this process already knows"
-               : "outside the device's address window");
+  if (!adopt_allocation(dev, rep.ptr, size, "a stream-ordered allocation")) {
     l->call<FreeAsyncMsg>(FreeAsyncReq{spec.gpu, rep.ptr, s.id});
     return err::MemoryAllocation;
   }
