@@ -50,22 +50,13 @@ Status Session::launch_attributes(uint32_t dev, const std::vector<LaunchAttr>& i
 
 Status Session::on(LaunchExMsg, const LaunchExReq& q, Empty&) {
   const LaunchReq& l = q.launch;
-  uint64_t kernel = 0;
-  if (Status s = find_kernel(FuncReq{l.device, l.module, l.kernel}, kernel); !s.ok()) return s;
-  const fatbin::KernelLayout& layout = modules_[l.device][l.module].layouts[l.kernel];
-  if (l.args.size() != layout_bytes(layout))
-    return Status::fail(err::InvalidValue, "kernel argument buffer does not match the layout");
-  uint64_t stream = 0;
-  if (Status s = stream_of(l.device, l.stream, stream); !s.ok()) return s;
+  LaunchTarget t;
+  if (Status s = prepare_launch(l, t); !s.ok()) return s;
   std::vector<backend::LaunchAttribute> attrs;
   if (Status s = launch_attributes(l.device, q.attrs, attrs); !s.ok()) return s;
-  backend::LaunchDims dims;
-  dims.grid[0] = l.gx, dims.grid[1] = l.gy, dims.grid[2] = l.gz;
-  dims.block[0] = l.bx, dims.block[1] = l.by, dims.block[2] = l.bz;
-  dims.shared_mem = l.shared_mem;
   launched_ = true;
-  return exec_.launch_ex(static_cast<int>(l.device), kernel, dims, l.args.data(), l.args.size(),
-                         layout, stream, attrs);
+  return exec_.launch_ex(static_cast<int>(l.device), t.kernel, t.dims, l.args.data(),
+                         l.args.size(), *t.layout, t.stream, attrs);
 }
 
 Status Session::on(OccupancyClusterMsg, const OccupancyClusterReq& q, OccupancyClusterRep& rep) {

@@ -188,21 +188,24 @@ Status Session::find_kernel(const FuncReq& f, uint64_t& kernel) const {
   return Status::success();
 }
 
-Status Session::on(LaunchMsg, const LaunchReq& q, Empty&) {
-  uint64_t kernel = 0;
-  if (Status s = find_kernel(FuncReq{q.device, q.module, q.kernel}, kernel); !s.ok()) return s;
-  const fatbin::KernelLayout& layout = modules_[q.device][q.module].layouts[q.kernel];
-  if (q.args.size() != layout_bytes(layout))
+Status Session::prepare_launch(const LaunchReq& q, LaunchTarget& t) {
+  if (Status s = find_kernel(FuncReq{q.device, q.module, q.kernel}, t.kernel); !s.ok()) return s;
+  t.layout = &modules_[q.device][q.module].layouts[q.kernel];
+  if (q.args.size() != layout_bytes(*t.layout))
     return Status::fail(err::InvalidValue, "kernel argument buffer does not match the layout");
-  uint64_t stream = 0;
-  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
-  backend::LaunchDims dims;
-  dims.grid[0] = q.gx, dims.grid[1] = q.gy, dims.grid[2] = q.gz;
-  dims.block[0] = q.bx, dims.block[1] = q.by, dims.block[2] = q.bz;
-  dims.shared_mem = q.shared_mem;
+  if (Status s = stream_of(q.device, q.stream, t.stream); !s.ok()) return s;
+  t.dims.grid[0] = q.gx, t.dims.grid[1] = q.gy, t.dims.grid[2] = q.gz;
+  t.dims.block[0] = q.bx, t.dims.block[1] = q.by, t.dims.block[2] = q.bz;
+  t.dims.shared_mem = q.shared_mem;
+  return Status::success();
+}
+
+Status Session::on(LaunchMsg, const LaunchReq& q, Empty&) {
+  LaunchTarget t;
+  if (Status s = prepare_launch(q, t); !s.ok()) return s;
   launched_ = true;
-  return exec_.launch(static_cast<int>(q.device), kernel, dims, q.args.data(), q.args.size(),
-                      layout, stream);
+  return exec_.launch(static_cast<int>(q.device), t.kernel, t.dims, q.args.data(), q.args.size(),
+                      *t.layout, t.stream);
 }
 
 Status Session::on(FuncGetAttributesMsg, const FuncReq& q, FuncGetAttributesRep& rep) {

@@ -129,6 +129,14 @@ class Session {
                         const std::vector<std::string>& functions,
                         const std::vector<proto::VarName>& variables, proto::ModuleRep& rep);
   Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
+  // What a launch names, resolved and checked (kernel, argument layout, stream, dimensions).
+  struct LaunchTarget {
+    uint64_t kernel = 0;
+    const fatbin::KernelLayout* layout = nullptr;
+    uint64_t stream = 0;
+    backend::LaunchDims dims;
+  };
+  Status prepare_launch(const proto::LaunchReq& q, LaunchTarget& t);
   // Bytes of a kernel's parameter buffer (its layout's end).
   static uint64_t layout_bytes(const fatbin::KernelLayout& l);
   // Launch attributes (server/launch.cc): checked, events as the backend's handles.
