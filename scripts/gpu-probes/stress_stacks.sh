@@ -1,3 +1,6 @@
+# On a GPU machine (the device tool, carry .deps): builds, starts rgpud --backend cuda, runs
+# stress_mix over TCP until a run outlives 8 s, then saves the stacks of the client and of
+# rgpud's session processes to $OUT/stacks.txt (how the reply-group deadlock was found).
 set -u
 build=build-gpu
 cmake -S . -B $build -G Ninja -DRGPU_BUILD_TESTS=OFF -DRGPU_CUDA_ARCH=sm_90 -DRGPU_SODIUM_ROOT=$PWD/.deps -DRGPU_DEPS_ROOT=$PWD/.deps >/tmp/b.log 2>&1 && ninja -C $build >>/tmp/b.log 2>&1 || { tail -20 /tmp/b.log; exit 1; }
