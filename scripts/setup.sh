@@ -5,7 +5,8 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libsodium-dev libzstd-dev liblz4-dev libssl-dev
-  openssl clang-14 libclang-rt-14-dev)  # clang and its libFuzzer/sanitizer runtimes: scripts/fuzz.sh
+  openssl clang-14 libclang-rt-14-dev  # clang and its libFuzzer/sanitizer runtimes: scripts/fuzz.sh
+  python3 binutils)  # tools/check_stubs.py (nm) checks docs/compatibility.md against the library
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

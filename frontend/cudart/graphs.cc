@@ -72,19 +72,35 @@ cudaError_t capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status,
 // ---- stream capture
 // -------------------------------------------------------------------------------
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+namespace {
+cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool pt) {
   client::Stream s;
-  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
   return ret(core().capture_begin(s, static_cast<unsigned>(mode)));
 }
-cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool pt) {
   if (!graph) return ret(err::InvalidValue);
   client::Stream s;
-  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
   client::Graph* g = nullptr;
   CudaError e = core().capture_end(s, &g);
   *graph = H(g);
   return ret(e);
+}
+}  // namespace
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  return begin_capture(stream, mode, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                                    cudaStreamCaptureMode mode) {
+  return begin_capture(stream, mode, true);
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  return end_capture(stream, graph, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* graph) {
+  return end_capture(stream, graph, true);
 }
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   return is_capturing(stream, status, false);
@@ -294,6 +310,12 @@ cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t gr
   p->errNode_out = nullptr;
   return e;
 }
+// Instantiating names no stream: the per-thread form is the same call.
+RGPU_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* exec,
+                                                            cudaGraph_t graph,
+                                                            cudaGraphInstantiateParams* p) {
+  return cudaGraphInstantiateWithParams(exec, graph, p);
+}
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
                                 cudaGraphExecUpdateResultInfo* info) {
   CudaError e = core().graph_exec_update(X(exec), G(graph));
@@ -317,9 +339,14 @@ RGPU_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t 
   if (CudaError e = stream_arg(stream, true, &s); e != err::Success) return ret(e);
   return ret(core().graph_launch(X(exec), s));
 }
+// The executable graph already lives on the server: nothing to upload.
 cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
-  // The executable graph already lives on the server: nothing to upload.
   if (!exec) return ret(err::InvalidValue);
   client::Stream s;
   return ret(stream_arg(stream, false, &s));
+}
+RGPU_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!exec) return ret(err::InvalidValue);
+  client::Stream s;
+  return ret(stream_arg(stream, true, &s));
 }

@@ -102,12 +102,20 @@ cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
   if (!priority) return ret(err::InvalidValue);
   return stream_flags(hStream, nullptr, priority, false);
 }
-cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
+namespace {
+cudaError_t stream_device(cudaStream_t stream, int* device, bool pt) {
   if (!device) return ret(err::InvalidValue);
   client::Stream s;
-  if (CudaError e = stream_arg(stream, false, &s); e != err::Success) return ret(e);
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
   *device = s.device;
   return cudaSuccess;
+}
+}  // namespace
+cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
+  return stream_device(stream, device, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t stream, int* device) {
+  return stream_device(stream, device, true);
 }
 cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   return ret(
