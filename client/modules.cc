@@ -39,21 +39,32 @@ size_t elf_size(const uint8_t* p) {
 
 }  // namespace
 
+namespace {
+// Compares byte by byte and stops at the first difference, so a short NUL-terminated text (PTX)
+// is never read past its end: neither magic contains a NUL.
+bool starts_with(const uint8_t* p, const uint8_t* magic, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != magic[i]) return false;
+  return true;
+}
+}  // namespace
+
 size_t image_size(const void* image) {
   if (!image) return 0;
   const auto* p = static_cast<const uint8_t*>(image);
-  if (read<uint32_t>(p, 0) == fatbin::kFatbinMagic) {
+  static constexpr uint8_t kFatbin[4] = {
+      static_cast<uint8_t>(fatbin::kFatbinMagic), static_cast<uint8_t>(fatbin::kFatbinMagic >> 8),
+      static_cast<uint8_t>(fatbin::kFatbinMagic >> 16),
+      static_cast<uint8_t>(fatbin::kFatbinMagic >> 24)};
+  static constexpr uint8_t kElf[4] = {0x7f, 'E', 'L', 'F'};
+  if (starts_with(p, kFatbin, 4)) {
     try {
       return fatbin::fatbin_size(p, fatbin::kMaxImageBytes);
     } catch (const fatbin::FatbinError&) {
       return 0;
     }
   }
-  if (std::memcmp(p,
-                  "\x7f"
-                  "ELF",
-                  4) == 0)
-    return p[4] == 2 && p[5] == 1 ? elf_size(p) : 0;
+  if (starts_with(p, kElf, 4)) return p[4] == 2 && p[5] == 1 ? elf_size(p) : 0;
   const size_t n = strnlen(reinterpret_cast<const char*>(p), fatbin::kMaxImageBytes);
   return n > 0 && n < fatbin::kMaxImageBytes ? n + 1 : 0;  // PTX text and its NUL
 }

@@ -39,11 +39,21 @@ client::Function* function_of(const void* func) {
 uint64_t u32(int v) { return static_cast<uint32_t>(v); }
 
 // One runtime attribute in the core's terms; false for an id this build does not know.
+// The attribute's id as the number the program stored: it may be no enumerator at all, and reading
+// such a value as the enum type is undefined.
+int raw_id(const cudaLaunchAttribute& a) {
+  int id;
+  static_assert(sizeof id == sizeof a.id);
+  std::memcpy(&id, &a.id, sizeof id);
+  return id;
+}
+
 bool convert(const cudaLaunchAttribute& a, Attr& out) {
   out = Attr{};
-  out.id = static_cast<uint32_t>(a.id);
+  const int id = raw_id(a);
+  out.id = static_cast<uint32_t>(id);
   const cudaLaunchAttributeValue& v = a.val;
-  switch (a.id) {
+  switch (id) {
     case cudaLaunchAttributeAccessPolicyWindow: {
       out.v[0] = reinterpret_cast<uint64_t>(v.accessPolicyWindow.base_ptr);
       out.v[1] = v.accessPolicyWindow.num_bytes;
@@ -111,16 +121,17 @@ cudaError_t attributes(const cudaLaunchConfig_t* config, std::vector<Attr>& out)
   if (config->numAttrs && !config->attrs) return ret(err::InvalidValue);
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const cudaLaunchAttribute& a = config->attrs[i];
-    if (a.id == cudaLaunchAttributeIgnore) continue;
-    if (a.id == cudaLaunchAttributeCooperative && !a.val.cooperative) continue;
-    if (a.id == cudaLaunchAttributeProgrammaticStreamSerialization &&
+    const int id = raw_id(a);
+    if (id == cudaLaunchAttributeIgnore) continue;
+    if (id == cudaLaunchAttributeCooperative && !a.val.cooperative) continue;
+    if (id == cudaLaunchAttributeProgrammaticStreamSerialization &&
         !a.val.programmaticStreamSerializationAllowed)
       continue;
     Attr c;
     if (!convert(a, c)) {
       LOG_ERROR(
           "cudaLaunchKernelExC: launch attribute %d is unknown to rgpu (cudaErrorInvalidValue)",
-          static_cast<int>(a.id));
+          id);
       return ret(err::InvalidValue);
     }
     out.push_back(c);

@@ -83,8 +83,8 @@ TEST(AddressWindows, BaseIsOverridable) {
   Env env = d.client_env();
   env["RGPU_SERVERS"] = d.servers() + "/0," + d.servers() + "/1";
   env["VA_WINDOWS_PRINT"] = "1";
-  env["RGPU_VA_BASE"] = "0x600000000000";
-  expect_in_windows(run({cuda_program("va_windows")}, env), 0x600000000000ull, 2);
+  env["RGPU_VA_BASE"] = "0x480000000000";
+  expect_in_windows(run({cuda_program("va_windows")}, env), 0x480000000000ull, 2);
 }
 
 TEST(AddressWindows, DevicesBeyondTheLimitAreRefused) {
