@@ -199,6 +199,24 @@ class Executor {
     P2PAttribute = 10,  // value: the peer GPU in, the attribute out
   };
   virtual Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) = 0;
+
+  // ---- ipc
+  // CUDA IPC (server/ipc.cc): the mapping that holds `ptr` on `dev` as a shareable descriptor (a
+  // new one, the caller's to close), with the mapping's base and size and what kind of descriptor
+  // it is; then, in another session, that descriptor mapped at `addr` (reserved address space of
+  // `dev`'s window, nothing mapped there) and unmapped again.
+  virtual Status ipc_mem_export(int, uint64_t /*ptr*/, int& /*fd*/, uint64_t& /*base*/,
+                                uint64_t& /*size*/, uint32_t& /*kind*/) {
+    return Status::fail(err::NotSupported,
+                        "this backend cannot share memory with other sessions (CUDA IPC)");
+  }
+  virtual Status ipc_mem_import(int, int /*fd*/, uint32_t /*kind*/, uint64_t /*addr*/,
+                                uint64_t /*size*/) {
+    return Status::fail(err::NotSupported, "this backend cannot map another session's memory");
+  }
+  virtual Status ipc_mem_close(int, uint64_t /*addr*/, uint64_t /*size*/) {
+    return Status::fail(err::NotSupported, "this backend cannot map another session's memory");
+  }
 };
 
 }  // namespace rgpu::backend

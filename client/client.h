@@ -292,6 +292,12 @@ class Client {
   CudaError host_device_pointer(void* host, void** device_ptr);
   CudaError host_flags(void* host, unsigned* flags);
 
+  // ---- ipc (client/ipc.cc): CUDA IPC between processes using the same server
+  static constexpr size_t kIpcHandleBytes = 64;
+  CudaError ipc_get_mem_handle(void* ptr, uint8_t* handle);
+  CudaError ipc_open_mem_handle(const uint8_t* handle, int dev, void** ptr);
+  CudaError ipc_close_mem_handle(void* ptr);
+
  private:
   CudaError graph_link(int dev, ServerLink** l);
   std::mutex graphs_mu_;
@@ -368,6 +374,9 @@ class Client {
   std::map<int, MemPool*> current_pool_;                 // per device, when set
   std::map<MemPool*, std::set<int>> pool_access_;        // devices given access (beyond its own)
   std::set<uint64_t> pool_ptrs_;                         // live stream-ordered allocations
+  // ---- ipc (client/ipc.cc)
+  std::mutex ipc_mu_;
+  std::set<uint64_t> ipc_imports_;  // bases of memory opened with cudaIpcOpenMemHandle
 };
 
 }  // namespace rgpu::client

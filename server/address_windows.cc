@@ -65,7 +65,7 @@ Status AddressWindows::add(uint32_t dev, uint64_t base, uint64_t size) {
   return Status::success();
 }
 
-Status AddressWindows::alloc(uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr) {
+Status AddressWindows::heap_of(uint32_t dev, uint64_t window, DeviceHeap*& heap) {
   if (window == 0) {
     if (dev >= (kUserTop - kDefaultBase) / kDefaultSize)
       return invalid("GPU " + std::to_string(dev) + " has no default address window");
@@ -86,7 +86,28 @@ Status AddressWindows::alloc(uint32_t dev, uint64_t window, uint64_t size, uint6
     if (Status s = exec_.va_reserve(static_cast<int>(dev), window, w.size); !s.ok()) return s;
     w.heap = std::make_unique<DeviceHeap>(window, w.size, granule, *w.mapper);
   }
-  return w.heap->alloc(size, ptr);
+  heap = w.heap.get();
+  return Status::success();
+}
+
+Status AddressWindows::alloc(uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr) {
+  DeviceHeap* heap = nullptr;
+  if (Status s = heap_of(dev, window, heap); !s.ok()) return s;
+  return heap->alloc(size, ptr);
+}
+
+Status AddressWindows::reserve(uint32_t dev, uint64_t window, uint64_t size, uint64_t& addr) {
+  DeviceHeap* heap = nullptr;
+  if (Status s = heap_of(dev, window, heap); !s.ok()) return s;
+  return heap->reserve(size, addr);
+}
+
+void AddressWindows::unreserve(uint32_t dev, uint64_t addr, uint64_t size) {
+  auto it = windows_.upper_bound(addr);
+  if (it == windows_.begin()) return;
+  --it;
+  Window& w = it->second;
+  if (w.dev == dev && w.heap && w.heap->contains(addr)) w.heap->unreserve(addr, size);
 }
 
 Status AddressWindows::free(uint32_t dev, uint64_t ptr) {

@@ -32,6 +32,10 @@ class AddressWindows {
   backend::Status add(uint32_t dev, uint64_t base, uint64_t size);
   // An allocation of `size` (> 0) bytes on GPU `dev` inside `window` (its base; 0: the default).
   backend::Status alloc(uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr);
+  // Address space of `size` bytes inside `window` (as alloc) with nothing mapped, for memory the
+  // caller maps itself (an IPC import); unreserve gives it back.
+  backend::Status reserve(uint32_t dev, uint64_t window, uint64_t size, uint64_t& addr);
+  void unreserve(uint32_t dev, uint64_t addr, uint64_t size);
   // Frees the allocation starting at `ptr` on GPU `dev` (the caller synchronized the GPU).
   backend::Status free(uint32_t dev, uint64_t ptr);
   // Unmaps every allocation of GPU `dev` and releases its windows' reservations (cudaDeviceReset);
@@ -58,6 +62,8 @@ class AddressWindows {
     std::unique_ptr<DeviceHeap> heap;  // null until the range is reserved
   };
   void release(uint64_t base, Window& w);
+  // The heap of `window` (0: GPU `dev`'s default), its range reserved at first use.
+  backend::Status heap_of(uint32_t dev, uint64_t window, DeviceHeap*& heap);
 
   backend::Executor& exec_;
   std::map<uint64_t, Window> windows_;  // by base

@@ -129,6 +129,21 @@ Status DeviceHeap::alloc_small(uint64_t size, uint64_t& ptr) {
   return Status::success();
 }
 
+Status DeviceHeap::reserve(uint64_t size, uint64_t& addr) {
+  if (size == 0 || size > size_)
+    return Status::fail(err::InvalidValue, "cannot reserve " + std::to_string(size) +
+                                               " bytes of the device's address window");
+  const uint64_t len = (size + granule_ - 1) / granule_ * granule_;
+  if (!take_range(len, addr))
+    return Status::fail(err::MemoryAllocation, "the device's address window has no free range of " +
+                                                   std::to_string(len) + " bytes");
+  return Status::success();
+}
+
+void DeviceHeap::unreserve(uint64_t addr, uint64_t size) {
+  return_range(addr, (size + granule_ - 1) / granule_ * granule_);
+}
+
 Status DeviceHeap::alloc(uint64_t size, uint64_t& ptr) {
   if (size == 0) return Status::fail(err::InvalidValue, "zero-byte allocation");
   if (size > size_)

@@ -44,6 +44,10 @@ class DeviceHeap {
   backend::Status alloc(uint64_t size, uint64_t& ptr);
   // InvalidValue when `ptr` is not the start of a live allocation (double free included).
   backend::Status free(uint64_t ptr);
+  // Address space of `size` bytes (rounded up to the granule) taken from the window with nothing
+  // mapped: for memory the caller maps itself (an IPC import).  unreserve gives it back.
+  backend::Status reserve(uint64_t size, uint64_t& addr);
+  void unreserve(uint64_t addr, uint64_t size);
   // Unmaps everything (allocations included) and forgets it: cudaDeviceReset, session end.
   void release_all();
 

@@ -449,6 +449,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   int dev = static_cast<int>(q.device);
   waiter_.wait_idle();  // no wait may use the device's handles while they go
   exec_.synchronize(dev);
+  close_ipc_imports(q.device);
   windows_.release_device(q.device);
   if (pools_) pools_->forget_device(q.device);
   allocs_[dev].clear();

@@ -9,6 +9,7 @@
 // Everything the client allocated is released when the session ends, however the connection ends.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -68,6 +69,7 @@ struct SessionConfig {
   uint32_t client_timeout_ms = 0;  // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
   std::vector<uint16_t> client_known{};  // the message ids the client knows (Hello)
   size_t outbox_bytes = 64u << 20;       // bytes queued for the client before the dispatcher waits
+  int control = -1;  // the control socket to rgpud, for CUDA IPC (server/ipc_exports.h); -1: none
 };
 
 // Bytes of asynchronous payload a client may have outstanding (the handshake tells it).
@@ -306,6 +308,19 @@ class Session {
   // ---- pools (server/pools.cc): stream-ordered allocation, created at first use
   MemPools& pools();
   std::unique_ptr<MemPools> pools_;
+  // ---- ipc (server/ipc.cc): CUDA IPC between sessions of one rgpud
+  struct IpcImport {
+    uint32_t device;
+    uint64_t size;
+  };
+  void close_ipc_imports(uint32_t dev);  // cudaDeviceReset, session end
+  struct IpcExportRecord {
+    std::array<uint8_t, 32> token;
+    uint64_t inode;  // of the file behind the exported mapping
+  };
+  // Exports by (GPU, mapping base).
+  std::map<std::pair<uint32_t, uint64_t>, IpcExportRecord> ipc_tokens_;
+  std::map<uint64_t, IpcImport> ipc_imports_;  // by mapping base
 
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;

@@ -103,6 +103,7 @@ void run_session_process(const SessionProcessConfig& cfg,
     sc.mem_limit = d.client_mem_limit;
     sc.max_streams = d.client_max_streams;
     sc.max_events = d.client_max_events;
+    sc.control = control;  // CUDA IPC requests to rgpud (server/ipc_exports.h)
     Session session(*conn, *exec, sc);
     session.run();
   }

@@ -70,12 +70,19 @@ void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {
                            [&](const Child& c) { return c.control == fds[i].fd; });
     if (it == children_.end()) continue;
     char buf[1024];
-    ssize_t n = recv(it->control, buf, sizeof buf, MSG_DONTWAIT);
+    int fd = -1;
+    ssize_t n = recv_control(it->control, buf, sizeof buf, fd, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       close(it->control);  // the session process is ending; reap() collects it
       it->control = -1;
+      ipc_.drop_owner(it->pid);
       continue;
     }
+    if (n > 0 && it->admitted && buf[0] != kAdmitRequest) {  // CUDA IPC (server/ipc_exports.h)
+      ipc_.serve(it->pid, it->control, buf, static_cast<size_t>(n), fd);
+      continue;
+    }
+    if (fd >= 0) close(fd);
     if (n <= 0 || buf[0] != kAdmitRequest || it->admitted) continue;
     std::string reply;
     if (it->killed) {
@@ -126,6 +133,7 @@ void Supervisor::reap() {
   int status;
   for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
     for (auto* l : ledgers_) l->release_process(p);
+    ipc_.drop_owner(p);
     auto it = std::find_if(children_.begin(), children_.end(),
                            [&](const Child& c) { return c.pid == p; });
     if (it == children_.end()) continue;
@@ -141,6 +149,7 @@ void Supervisor::close_all_in_child() {
   for (Child& c : children_)
     if (c.control >= 0) close(c.control);
   children_.clear();
+  ipc_.close_all();  // other sessions' exported memory is not this session's to hold
 }
 
 void Supervisor::wait_for_all(int sigfd, Clock::time_point deadline) {

@@ -12,6 +12,7 @@
 
 #include "backend/host/host_ledger.h"
 #include "server/daemon.h"
+#include "server/ipc_exports.h"
 
 namespace rgpu::server {
 
@@ -39,6 +40,8 @@ class Supervisor {
 
   // In a freshly forked session process: closes the daemon's ends of the other control sockets.
   void close_all_in_child();
+  // CUDA IPC exports kept for the sessions (tests).
+  const IpcExports& ipc_exports() const { return ipc_; }
   // SIGTERM (and SIGCONT, for stopped ones) to every session; SIGKILL to those left after
   // `timeout_ms`.  Returns the daemon's exit code: 0, or 1 when a session would not die.
   int shut_down(int sigfd, int timeout_ms);
@@ -61,6 +64,7 @@ class Supervisor {
   std::vector<backend::HostLedger*> ledgers_;
   int max_sessions_;
   std::vector<Child> children_;
+  IpcExports ipc_;  // what sessions exported for CUDA IPC
   Clock::time_point last_drop_log_{};
   size_t dropped_since_log_ = 0;
 };

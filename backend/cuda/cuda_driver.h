@@ -100,7 +100,14 @@ struct CudaDriver {
   X(cuLaunchKernelEx, CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**))         \
   X(cuOccupancyMaxActiveClusters, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))       \
   X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*)) \
-  X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))
+  X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))   \
+  /* ---- ipc */                                                                               \
+  X(cuMemGetAddressRange_v2, CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr))                 \
+  X(cuMemRetainAllocationHandle, CUresult (*)(CUmemGenericAllocationHandle*, void*))           \
+  X(cuMemExportToShareableHandle, CUresult (*)(void*, CUmemGenericAllocationHandle,            \
+                                               CUmemAllocationHandleType, unsigned long long)) \
+  X(cuMemImportFromShareableHandle,                                                            \
+    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

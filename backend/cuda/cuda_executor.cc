@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_ipc.h"
 #include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/cuda_pools.h"
 #include "backend/gate.h"
@@ -154,6 +155,24 @@ class CudaExecutor final : public Executor {
     return Status::success();
   }
   Status mem_unmap(int dev, uint64_t addr, uint64_t size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuMemUnmap(addr, size));
+  }
+  // ---- ipc (cuda_ipc.h)
+  Status ipc_mem_export(int dev, uint64_t ptr, int& fd, uint64_t& base, uint64_t& size,
+                        uint32_t& kind) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    kind = kCudaIpcKind;
+    return cuda_ipc_export(drv_, ptr, fd, base, size);
+  }
+  Status ipc_mem_import(int dev, int fd, uint32_t kind, uint64_t addr, uint64_t size) override {
+    if (kind != kCudaIpcKind)
+      return Status::fail(err::InvalidValue,
+                          "the IPC handle's memory comes from another kind of backend");
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_ipc_import(drv_, dev_[dev], fd, addr, size);
+  }
+  Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuMemUnmap(addr, size));
   }

@@ -18,6 +18,7 @@
 
 #include "backend/gate.h"
 #include "backend/host/host_devmem.h"
+#include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
 #include "backend/host/host_streams.h"
 
@@ -145,6 +146,27 @@ class HostExecutor final : public Executor {
     release(dev, it->first, it->second);
     allocs_[dev].erase(it);
     return Status::success();
+  }
+  // ---- ipc (host_ipc.h)
+  Status ipc_mem_export(int dev, uint64_t ptr, int& fd, uint64_t& base, uint64_t& size,
+                        uint32_t& kind) override {
+    auto it = allocs_.at(dev).upper_bound(ptr);
+    if (it == allocs_[dev].begin() || ptr - std::prev(it)->first >= std::prev(it)->second)
+      return Status::fail(err::InvalidValue,
+                          "host backend: " + hex(ptr) + " is not device memory of this session");
+    --it;
+    streams_[dev]->synchronize();  // no host kernel writes while the bytes move
+    base = it->first;
+    size = it->second;
+    kind = HostIpc::kKind;
+    return ipc_.export_mapping(base, size, fd);
+  }
+  Status ipc_mem_import(int, int fd, uint32_t kind, uint64_t addr, uint64_t size) override {
+    return ipc_.import(fd, kind, addr, size);
+  }
+  Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
+    streams_[dev]->synchronize();
+    return ipc_.close_import(addr, size);
   }
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
     total = ledgers_[dev]->capacity();
@@ -549,6 +571,7 @@ class HostExecutor final : public Executor {
     return p == MAP_FAILED ? nullptr : p;
   }
   void release(int dev, uint64_t p, uint64_t bytes) {
+    ipc_.forget(p);
     munmap(reinterpret_cast<void*>(p), bytes);
     ledgers_[dev]->release(slots_[dev], bytes);
   }
@@ -573,6 +596,7 @@ class HostExecutor final : public Executor {
   std::vector<Kernel> kernels_;
   std::vector<std::unique_ptr<HostStreams>> streams_;
   HostDeviceState state_;
+  HostIpc ipc_;  // CUDA IPC (host_ipc.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)

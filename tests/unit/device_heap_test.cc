@@ -220,3 +220,26 @@ TEST(DeviceHeap, ReleaseAllUnmapsEverything) {
   }  // the destructor unmaps what is left
   EXPECT_TRUE(m.ranges.empty());
 }
+
+TEST(DeviceHeap, ReservedRangesMapNothingAndAreNotHandedOut) {
+  // An IPC import: address space of the window with nothing mapped by the heap.
+  FakeMapper m;
+  DeviceHeap h(kBase, 64 * kMiB, 2 * kMiB, m);
+  uint64_t r = 0, a = 0;
+  ASSERT_TRUE(h.reserve(3 * kMiB, r).ok());
+  EXPECT_EQ(r % (2 * kMiB), 0u);
+  EXPECT_EQ(m.maps, 0);
+  ASSERT_TRUE(h.alloc(8 * kMiB, a).ok());
+  EXPECT_TRUE(a >= r + 4 * kMiB || a + 8 * kMiB <= r) << "an allocation inside a reserved range";
+  EXPECT_FALSE(h.free(r).ok());  // a reservation is not an allocation
+  // The reservation takes 4 MiB (rounded to the granule) until it is given back.
+  uint64_t r2 = 0;
+  ASSERT_TRUE(h.reserve(kMiB, r2).ok());
+  EXPECT_TRUE(r2 >= r + 4 * kMiB || r2 + 2 * kMiB <= r) << "two reservations overlap";
+  h.unreserve(r, 3 * kMiB);
+  uint64_t again = 0;
+  ASSERT_TRUE(h.reserve(4 * kMiB, again).ok());
+  EXPECT_EQ(again, r);  // first fit: the range given back
+  EXPECT_FALSE(h.reserve(0, r).ok());
+  EXPECT_FALSE(h.reserve(128 * kMiB, r).ok());
+}

@@ -1,0 +1,36 @@
+// The host backend's CUDA IPC: "device memory" is an anonymous mapping until it is exported; then
+// its bytes move into a memfd mapped at the same address (MAP_FIXED replaces the mapping in one
+// step), and that memfd is what travels to the importing session, which maps it (MAP_SHARED) in
+// its own client's window.  Both sessions then see each other's writes, as two processes do with
+// CUDA IPC on one GPU.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "backend/executor.h"
+
+namespace rgpu::backend {
+
+class HostIpc {
+ public:
+  static constexpr uint32_t kKind = 0x484f5354;  // "HOST": a memfd holding the mapping's bytes
+
+  ~HostIpc();
+  // The mapping [base, base+size) of this process as a memfd: made shared at the first export
+  // (the caller made sure no host kernel touches it meanwhile).  `fd` is a new descriptor.
+  Status export_mapping(uint64_t base, uint64_t size, int& fd);
+  // The mapping at `base` is going away (freed): its memfd, if any, is closed here (importers
+  // keep theirs).
+  void forget(uint64_t base);
+  // Maps descriptor `fd` (kind `kind`, `size` bytes) at `addr`, which nothing of this process uses.
+  Status import(int fd, uint32_t kind, uint64_t addr, uint64_t size);
+  Status close_import(uint64_t addr, uint64_t size);
+  void close_all_imports();
+
+ private:
+  std::map<uint64_t, int> shared_;        // exported mappings: base -> memfd
+  std::map<uint64_t, uint64_t> imports_;  // imported mappings: address -> bytes
+};
+
+}  // namespace rgpu::backend

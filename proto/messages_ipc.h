@@ -1,0 +1,49 @@
+// Messages of CUDA IPC between client processes of one rgpud (issue 11, item 8).  Included from
+// proto/messages.h; ids 0x0A00-0x0AFF (proto/catalogue.def).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "proto/wire.h"
+
+namespace rgpu::proto {
+
+// ---- ipc
+// Exports the device mapping that holds `ptr` on GPU `device` through rgpud (server/ipc_exports.h):
+// the token (rgpud's identity and the export id) and where `ptr` lies in the exported mapping.
+// The same mapping exported again gives the same token.
+struct IpcGetMemHandleReq {
+  uint32_t device = 0;
+  uint64_t ptr = 0;
+  RGPU_FIELDS(device, ptr)
+};
+struct IpcGetMemHandleRep {
+  std::array<uint8_t, 32> token{};
+  uint64_t offset = 0;
+  RGPU_FIELDS(token, offset)
+};
+// Maps another session's export inside address window `window` (its base; 0: the GPU's default
+// window) of GPU `device`.  `ptr` = the mapping's `base` + the handle's offset.
+struct IpcOpenMemHandleReq {
+  uint32_t device = 0;
+  uint64_t window = 0;
+  std::array<uint8_t, 32> token{};
+  uint64_t offset = 0;
+  RGPU_FIELDS(device, window, token, offset)
+};
+struct IpcOpenMemHandleRep {
+  uint64_t ptr = 0;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(ptr, base, size)
+};
+// Unmaps the import whose mapping starts at `base`.
+struct IpcCloseMemHandleReq {
+  uint32_t device = 0;
+  uint64_t base = 0;
+  RGPU_FIELDS(device, base)
+};
+using IpcCloseMemHandleRep = Empty;
+
+}  // namespace rgpu::proto
