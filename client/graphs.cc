@@ -193,11 +193,13 @@ CudaError Client::graph_add_event(Graph* g, const std::vector<GraphNode*>& deps,
   if (!g) return err::InvalidValue;
   Event* ev = find_event(event);
   if (!ev || ev->device != g->device) return kInvalidResourceHandle;
-  if (wait)
-    return graph_add(g, deps, static_cast<uint16_t>(MsgId::StreamWaitEvent),
-                     encode_message(StreamWaitEventReq{g->gpu, 0, ev->id}), nullptr, 0, out);
-  return graph_add(g, deps, static_cast<uint16_t>(MsgId::EventRecord),
-                   encode_message(EventRecordReq{g->gpu, ev->id, 0}), nullptr, 0, out);
+  CudaError e =
+      wait ? graph_add(g, deps, static_cast<uint16_t>(MsgId::StreamWaitEvent),
+                       encode_message(StreamWaitEventReq{g->gpu, 0, ev->id}), nullptr, 0, out)
+           : graph_add(g, deps, static_cast<uint16_t>(MsgId::EventRecord),
+                       encode_message(EventRecordReq{g->gpu, ev->id, 0}), nullptr, 0, out);
+  if (e == err::Success) (*out)->event = ev;
+  return e;
 }
 
 CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps, Graph* child,
@@ -248,6 +250,13 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
       e != err::Success)
     return e;
   adopt(c.get(), rep.nodes);
+  c->origin = g;
+  for (const auto& n : g->nodes)
+    if (GraphNode* m = c->node(n->id)) {
+      m->event = n->event;
+      m->host_fn = n->host_fn;
+      m->host_data = n->host_data;
+    }
   *out = c.release();
   return err::Success;
 }

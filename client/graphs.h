@@ -10,12 +10,18 @@ namespace rgpu::client {
 
 class ServerLink;
 struct Graph;
+struct Event;
 
 struct GraphNode {
   Graph* graph = nullptr;
   uint64_t id = 0;    // the server's, within its graph
   uint32_t kind = 0;  // proto::GraphNodeKind (cudaGraphNodeType's numbers)
   std::vector<GraphNode*> deps;
+  // What parameter queries answer, for nodes added explicitly (a clone copies them; captured
+  // nodes have none): an event node's event, a host node's function and argument.
+  Event* event = nullptr;
+  void (*host_fn)(void*) = nullptr;
+  void* host_data = nullptr;
 };
 
 struct Graph {
@@ -24,6 +30,7 @@ struct Graph {
   uint32_t gpu = 0;
   uint64_t id = 0;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // nodes[i]->id == i + 1
+  const Graph* origin = nullptr;                  // the graph this one was cloned from
   GraphNode* node(uint64_t id) const {
     return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
   }
@@ -34,6 +41,7 @@ struct GraphExec {
   int device = 0;
   uint32_t gpu = 0;
   uint64_t id = 0;
+  uint64_t flags = 0;  // the instantiation flags, as given
 };
 
 }  // namespace rgpu::client

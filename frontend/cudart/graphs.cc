@@ -4,6 +4,7 @@
 // cudaErrorNotSupported naming the case.
 #include "frontend/cudart/api.h"
 #include "frontend/cudart/registration.h"
+#include "frontend/cudart/user_objects.h"
 
 using namespace rgpu;
 using rgpu::cudart::core;
@@ -138,7 +139,10 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   if (e == err::Success) *graph = H(g);
   return ret(e);
 }
-cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return ret(core().graph_destroy(G(graph))); }
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  if (graph) cudart::user_objects_dropped(G(graph));
+  return ret(core().graph_destroy(G(graph)));
+}
 
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
@@ -196,6 +200,7 @@ cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph,
   void* data = p->userData;
   CudaError e = core().graph_add_host(
       G(graph), deps_of(deps, n), [fn, data] { fn(data); }, &out);
+  if (e == err::Success) out->host_fn = fn, out->host_data = data;
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -242,7 +247,10 @@ cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t graph) {
   if (!clone) return ret(err::InvalidValue);
   client::Graph* c = nullptr;
   CudaError e = core().graph_clone(G(graph), &c);
-  if (e == err::Success) *clone = H(c);
+  if (e == err::Success) {
+    cudart::user_objects_cloned(G(graph), c);
+    *clone = H(c);
+  }
   return ret(e);
 }
 
@@ -292,10 +300,14 @@ cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
   if (!exec) return ret(err::InvalidValue);
-  (void)flags;  // auto-free on launch, upload, device launch, priority: nothing to do remotely
+  // auto-free on launch, upload, device launch, priority: nothing to do remotely
   client::GraphExec* x = nullptr;
   CudaError e = core().graph_instantiate(G(graph), &x);
-  if (e == err::Success) *exec = reinterpret_cast<cudaGraphExec_t>(x);
+  if (e == err::Success) {
+    x->flags = flags;
+    cudart::user_objects_instantiated(G(graph), x);
+    *exec = reinterpret_cast<cudaGraphExec_t>(x);
+  }
   return ret(e);
 }
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
@@ -327,6 +339,7 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
   return ret(e);
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  if (exec) cudart::user_objects_dropped(X(exec));
   return ret(core().graph_exec_destroy(X(exec)));
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
