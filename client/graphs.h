@@ -36,6 +36,17 @@ struct Graph {
   }
 };
 
+struct GraphExec;
+
+// Where a node's request goes: a new node of `graph` after `deps`, or, with `node` set, the
+// new parameters of `node` (of `graph`), in the graph itself or in executable graph `exec`.
+struct NodeTarget {
+  Graph* graph = nullptr;
+  std::vector<GraphNode*> deps;
+  GraphNode* node = nullptr;
+  GraphExec* exec = nullptr;
+};
+
 struct GraphExec {
   ServerLink* link = nullptr;
   int device = 0;

@@ -3,7 +3,7 @@
 // objects.  What rgpu does not do yet stays a stub (unsupported.cc) or answers
 // cudaErrorNotSupported naming the case.
 #include "frontend/cudart/api.h"
-#include "frontend/cudart/registration.h"
+#include "frontend/cudart/graph_nodes.h"
 #include "frontend/cudart/user_objects.h"
 
 using namespace rgpu;
@@ -147,14 +147,9 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
                                    const cudaKernelNodeParams* p) {
-  if (!node || !p) return ret(err::InvalidValue);
-  if (p->extra) return ret(err::NotSupported);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  client::Function* f = cudart::Registration::get().function(p->func);
-  if (!f) return ret(client::errc::InvalidDeviceFunction);
-  CudaError e = core().graph_add_kernel(
-      G(graph), deps_of(deps, n), f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
-      {p->blockDim.x, p->blockDim.y, p->blockDim.z}, p->kernelParams, p->sharedMemBytes, &out);
+  CudaError e = cudart::kernel_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -162,45 +157,31 @@ cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
                                      const void* src, size_t count, cudaMemcpyKind kind) {
   if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_memcpy(G(graph), deps_of(deps, n), dst, count, src, count, count,
-                                        1, static_cast<client::CopyKind>(kind), &out);
+  CudaError e = cudart::memcpy1d_node({G(graph), deps_of(deps, n)}, dst, src, count, kind, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
                                    const cudaMemcpy3DParms* p) {
-  if (!node || !p) return ret(err::InvalidValue);
-  // Linear memory, 2-D (depth 1), no offsets: what rgpu's copies take today.
-  if (p->srcArray || p->dstArray || p->extent.depth > 1 || p->srcPos.x || p->srcPos.y ||
-      p->srcPos.z || p->dstPos.x || p->dstPos.y || p->dstPos.z)
-    return ret(err::NotSupported);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_memcpy(G(graph), deps_of(deps, n), p->dstPtr.ptr, p->dstPtr.pitch,
-                                        p->srcPtr.ptr, p->srcPtr.pitch, p->extent.width,
-                                        p->extent.height ? p->extent.height : 1,
-                                        static_cast<client::CopyKind>(p->kind), &out);
+  CudaError e = cudart::memcpy_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
                                    const cudaMemsetParams* p) {
-  if (!node || !p) return ret(err::InvalidValue);
-  if (p->elementSize != 1 || p->height > 1) return ret(err::NotSupported);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_memset(G(graph), deps_of(deps, n), p->dst,
-                                        static_cast<int>(p->value), p->width, &out);
+  CudaError e = cudart::memset_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                  const cudaGraphNode_t* deps, size_t n,
                                  const cudaHostNodeParams* p) {
-  if (!node || !p || !p->fn) return ret(err::InvalidValue);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  cudaHostFn_t fn = p->fn;
-  void* data = p->userData;
-  CudaError e = core().graph_add_host(
-      G(graph), deps_of(deps, n), [fn, data] { fn(data); }, &out);
-  if (e == err::Success) out->host_fn = fn, out->host_data = data;
+  CudaError e = cudart::host_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -214,14 +195,14 @@ cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph
                                         const cudaGraphNode_t* deps, size_t n, cudaEvent_t event) {
   if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_event(G(graph), deps_of(deps, n), event_of(event), false, &out);
+  CudaError e = cudart::event_node({G(graph), deps_of(deps, n)}, event, false, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                       const cudaGraphNode_t* deps, size_t n, cudaEvent_t event) {
   if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_event(G(graph), deps_of(deps, n), event_of(event), true, &out);
+  CudaError e = cudart::event_node({G(graph), deps_of(deps, n)}, event, true, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,

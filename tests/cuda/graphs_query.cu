@@ -7,8 +7,23 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "check.h"
+
+extern "C" __global__ void add_one(int* p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] += 1;
+}
+
+static bool all_equal(const int* d, int n, int want) {
+  std::vector<int> h(n);
+  if (cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) return false;
+  for (int v : h)
+    if (v != want) return false;
+  return true;
+}
+static void count_call(void* p) { ++*static_cast<int*>(p); }
 
 static int g_destroyed = 0;
 static void destroyed(void* p) { g_destroyed += *static_cast<int*>(p); }
@@ -160,6 +175,154 @@ int main() {
   EXPECT_TRUE(i1 == i1b, "a stream's id is stable");
   EXPECT_TRUE(i1 != i2 && i1 != i0 && i2 != i0, "streams have different ids");
 
+  // 8. Node parameter setters: on an executable graph (the graph keeps its own), on the graph
+  // (later instantiations take them).
+  const int m = 64;
+  const size_t bytes = m * sizeof(int);
+  int *d1, *d2, *d3;
+  REQUIRE_OK(cudaMalloc(&d1, bytes));
+  REQUIRE_OK(cudaMalloc(&d2, bytes));
+  REQUIRE_OK(cudaMalloc(&d3, bytes));
+  REQUIRE_OK(cudaMemset(d1, 0, bytes));
+  REQUIRE_OK(cudaMemset(d2, 0, bytes));
+  REQUIRE_OK(cudaMemset(d3, 0, bytes));
+  REQUIRE_OK(cudaDeviceSynchronize());
+  int calls1 = 0, calls2 = 0, len = m;
+  cudaGraph_t pg;
+  REQUIRE_OK(cudaGraphCreate(&pg, 0));
+  cudaGraphNode_t mn, kn, hn;
+  cudaMemsetParams mp = {};
+  mp.dst = d1, mp.value = 0, mp.elementSize = 1, mp.width = bytes, mp.height = 1;
+  EXPECT_OK(cudaGraphAddMemsetNode(&mn, pg, nullptr, 0, &mp));
+  void* args1[] = {&d1, &len};
+  cudaKernelNodeParams kp = {};
+  kp.func = reinterpret_cast<void*>(add_one);
+  kp.gridDim = dim3(1), kp.blockDim = dim3(m), kp.kernelParams = args1;
+  EXPECT_OK(cudaGraphAddKernelNode(&kn, pg, &mn, 1, &kp));
+  cudaHostNodeParams cp = {count_call, &calls1};
+  EXPECT_OK(cudaGraphAddHostNode(&hn, pg, &kn, 1, &cp));
+  cudaGraphExec_t px;
+  EXPECT_OK(cudaGraphInstantiate(&px, pg, 0));
+  EXPECT_OK(cudaGraphLaunch(px, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d1, m, 1) && calls1 == 1, "the graph as built");
+
+  void* args2[] = {&d2, &len};
+  cudaKernelNodeParams kp2 = kp;
+  kp2.kernelParams = args2;
+  EXPECT_OK(cudaGraphExecKernelNodeSetParams(px, kn, &kp2));
+  cudaHostNodeParams cp2 = {count_call, &calls2};
+  EXPECT_OK(cudaGraphExecHostNodeSetParams(px, hn, &cp2));
+  cudaMemsetParams mp2 = mp;
+  mp2.value = 7;
+  EXPECT_OK(cudaGraphExecMemsetNodeSetParams(px, mn, &mp2));
+  EXPECT_OK(cudaGraphLaunch(px, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d1, m, 0x07070707), "the executable graph's memset takes the new value");
+  EXPECT_TRUE(all_equal(d2, m, 1), "the executable graph's kernel takes the new arguments");
+  EXPECT_TRUE(calls1 == 1 && calls2 == 1, "the executable graph's host node calls the new one");
+  hq = {};
+  EXPECT_OK(cudaGraphHostNodeGetParams(hn, &hq));
+  EXPECT_TRUE(hq.userData == &calls1, "the graph's host node is unchanged");
+
+  cudaGraphExec_t px2;
+  EXPECT_OK(cudaGraphInstantiate(&px2, pg, 0));
+  EXPECT_OK(cudaGraphLaunch(px2, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d1, m, 1) && all_equal(d2, m, 1) && calls1 == 2,
+              "the graph itself kept its parameters");
+  EXPECT_OK(cudaGraphKernelNodeSetParams(kn, &kp2));
+  EXPECT_OK(cudaGraphHostNodeSetParams(hn, &cp2));
+  EXPECT_OK(cudaGraphExecDestroy(px2));
+  EXPECT_OK(cudaGraphInstantiate(&px2, pg, 0));
+  EXPECT_OK(cudaGraphLaunch(px2, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d1, m, 0) && all_equal(d2, m, 2) && calls2 == 2 && calls1 == 2,
+              "a graph's new parameters reach a later instantiation");
+  EXPECT_ERR(cudaGraphKernelNodeSetParams(hn, &kp), cudaErrorInvalidValue);
+  cudaGetLastError();
+  EXPECT_ERR(cudaGraphMemsetNodeSetParams(kn, &mp), cudaErrorInvalidValue);
+  cudaGetLastError();
+  cudaGraphNodeParams gp = {};
+  gp.type = cudaGraphNodeTypeHost;
+  gp.host.fn = count_call;
+  gp.host.userData = &calls1;
+  EXPECT_OK(cudaGraphExecNodeSetParams(px, hn, &gp));
+  EXPECT_OK(cudaGraphLaunch(px, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(calls1 == 3 && calls2 == 2, "cudaGraphExecNodeSetParams of a host node");
+  EXPECT_ERR(cudaGraphNodeSetParams(kn, &gp), cudaErrorInvalidValue);
+  cudaGetLastError();
+  gp.host.userData = &calls2;
+  EXPECT_OK(cudaGraphNodeSetParams(hn, &gp));
+
+  // Copies: 1-D and 3-D parameters, device to device and host to device.
+  cudaGraph_t cg;
+  REQUIRE_OK(cudaGraphCreate(&cg, 0));
+  cudaGraphNode_t cn;
+  EXPECT_OK(cudaGraphAddMemcpyNode1D(&cn, cg, nullptr, 0, d3, d1, bytes, cudaMemcpyDeviceToDevice));
+  cudaGraphExec_t cx;
+  EXPECT_OK(cudaGraphInstantiate(&cx, cg, 0));
+  EXPECT_OK(cudaGraphExecMemcpyNodeSetParams1D(cx, cn, d3, d2, bytes, cudaMemcpyDeviceToDevice));
+  EXPECT_OK(cudaGraphLaunch(cx, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d3, m, 3), "the executable copy node copies from the new source");
+  std::vector<int> h42(m, 42);
+  EXPECT_OK(cudaGraphMemcpyNodeSetParams1D(cn, d3, h42.data(), bytes, cudaMemcpyHostToDevice));
+  cudaGraphExec_t cx2;
+  EXPECT_OK(cudaGraphInstantiate(&cx2, cg, 0));
+  EXPECT_OK(cudaGraphLaunch(cx2, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d3, m, 42), "the copy node now copies from host memory");
+  cudaMemcpy3DParms p3 = {};
+  p3.srcPtr = make_cudaPitchedPtr(d1, bytes, bytes, 1);
+  p3.dstPtr = make_cudaPitchedPtr(d3, bytes, bytes, 1);
+  p3.extent = make_cudaExtent(bytes, 1, 1);
+  p3.kind = cudaMemcpyDeviceToDevice;
+  EXPECT_OK(cudaGraphMemcpyNodeSetParams(cn, &p3));
+  EXPECT_OK(cudaGraphExecDestroy(cx2));
+  EXPECT_OK(cudaGraphInstantiate(&cx2, cg, 0));
+  EXPECT_OK(cudaGraphLaunch(cx2, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d3, m, 0x07070707), "3-D parameters");
+
+  // Events.
+  cudaEvent_t ev2;
+  REQUIRE_OK(cudaEventCreateWithFlags(&ev2, cudaEventDisableTiming));
+  cudaGraph_t evg;
+  REQUIRE_OK(cudaGraphCreate(&evg, 0));
+  cudaGraphNode_t rn, wn;
+  EXPECT_OK(cudaGraphAddEventRecordNode(&rn, evg, nullptr, 0, ev));
+  EXPECT_OK(cudaGraphAddEventWaitNode(&wn, evg, &rn, 1, ev));
+  cudaGraphExec_t evx;
+  EXPECT_OK(cudaGraphInstantiate(&evx, evg, 0));
+  EXPECT_OK(cudaGraphEventRecordNodeSetEvent(rn, ev2));
+  EXPECT_OK(cudaGraphEventWaitNodeSetEvent(wn, ev2));
+  got = nullptr;
+  EXPECT_OK(cudaGraphEventRecordNodeGetEvent(rn, &got));
+  EXPECT_TRUE(got == ev2, "the record node's new event");
+  EXPECT_OK(cudaGraphEventWaitNodeGetEvent(wn, &got));
+  EXPECT_TRUE(got == ev2, "the wait node's new event");
+  EXPECT_OK(cudaGraphExecEventRecordNodeSetEvent(evx, rn, ev2));
+  EXPECT_OK(cudaGraphExecEventWaitNodeSetEvent(evx, wn, ev2));
+  EXPECT_OK(cudaGraphLaunch(evx, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_OK(cudaEventQuery(ev2));
+  EXPECT_ERR(cudaGraphEventWaitNodeSetEvent(rn, ev2), cudaErrorInvalidValue);
+  cudaGetLastError();
+
+  EXPECT_OK(cudaGraphExecDestroy(evx));
+  EXPECT_OK(cudaGraphExecDestroy(cx));
+  EXPECT_OK(cudaGraphExecDestroy(cx2));
+  EXPECT_OK(cudaGraphExecDestroy(px));
+  EXPECT_OK(cudaGraphExecDestroy(px2));
+  EXPECT_OK(cudaGraphDestroy(evg));
+  EXPECT_OK(cudaGraphDestroy(cg));
+  EXPECT_OK(cudaGraphDestroy(pg));
+  cudaEventDestroy(ev2);
+  cudaFree(d1);
+  cudaFree(d2);
+  cudaFree(d3);
   cudaEventDestroy(ev);
   cudaStreamDestroy(s);
   cudaStreamDestroy(s2);
