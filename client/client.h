@@ -241,18 +241,16 @@ class Client {
   CudaError graph_add(Graph* g, const std::vector<GraphNode*>& deps, uint16_t type,
                       std::vector<uint8_t> body, const void* payload, size_t payload_bytes,
                       GraphNode** out);
-  CudaError graph_add_kernel(Graph* g, const std::vector<GraphNode*>& deps, const Function* f,
-                             Dim3 grid, Dim3 block, void** args, size_t shared_mem,
+  // Each graph_add_* records a new node, or with t.node replaces that node's parameters
+  // (cudaGraph*NodeSetParams; in t.exec: cudaGraphExec*NodeSetParams).
+  CudaError graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 grid, Dim3 block,
+                             void** args, size_t shared_mem, GraphNode** out);
+  CudaError graph_add_memcpy(const NodeTarget& t, void* dst, size_t dpitch, const void* src,
+                             size_t spitch, size_t width, size_t height, CopyKind kind,
                              GraphNode** out);
-  CudaError graph_add_memcpy(Graph* g, const std::vector<GraphNode*>& deps, void* dst,
-                             size_t dpitch, const void* src, size_t spitch, size_t width,
-                             size_t height, CopyKind kind, GraphNode** out);
-  CudaError graph_add_memset(Graph* g, const std::vector<GraphNode*>& deps, void* ptr, int value,
-                             size_t n, GraphNode** out);
-  CudaError graph_add_host(Graph* g, const std::vector<GraphNode*>& deps,
-                           std::function<void()> fn, GraphNode** out);
-  CudaError graph_add_event(Graph* g, const std::vector<GraphNode*>& deps, Event* event,
-                            bool wait, GraphNode** out);
+  CudaError graph_add_memset(const NodeTarget& t, void* ptr, int value, size_t n, GraphNode** out);
+  CudaError graph_add_host(const NodeTarget& t, std::function<void()> fn, GraphNode** out);
+  CudaError graph_add_event(const NodeTarget& t, Event* event, bool wait, GraphNode** out);
   CudaError graph_add_child(Graph* g, const std::vector<GraphNode*>& deps, Graph* child,
                             GraphNode** out);
   CudaError graph_edges(Graph* g, const std::vector<GraphNode*>& from,
@@ -300,6 +298,8 @@ class Client {
 
  private:
   CudaError graph_link(int dev, ServerLink** l);
+  CudaError graph_place(const NodeTarget& t, uint16_t type, std::vector<uint8_t> body,
+                        const void* payload, size_t payload_bytes, GraphNode** out);
   std::mutex graphs_mu_;
   std::map<std::pair<const ServerLink*, uint64_t>, Graph*> capturing_;  // by link and graph id
   Client();

@@ -112,9 +112,27 @@ CudaError Client::graph_add(Graph* g, const std::vector<GraphNode*>& deps, uint1
   return err::Success;
 }
 
-CudaError Client::graph_add_kernel(Graph* g, const std::vector<GraphNode*>& deps, const Function* f,
-                                   Dim3 grid, Dim3 block, void** args, size_t shared_mem,
-                                   GraphNode** out) {
+CudaError Client::graph_place(const NodeTarget& t, uint16_t type, std::vector<uint8_t> body,
+                              const void* payload, size_t payload_bytes, GraphNode** out) {
+  if (!t.node)
+    return graph_add(t.graph, t.deps, type, std::move(body), payload, payload_bytes, out);
+  Graph* g = t.graph;
+  GraphExec* x = t.exec;
+  if (x && (x->link != g->link || x->gpu != g->gpu)) return err::InvalidValue;
+  GraphSetNodeReq q{g->gpu, x ? x->id : g->id, x != nullptr, t.node->id,
+                    type,   std::move(body),   payload_bytes};
+  iovec iov{const_cast<void*>(payload), payload_bytes};
+  if (CudaError e = g->link->call<GraphSetNodeMsg>(q, nullptr, payload_bytes ? &iov : nullptr,
+                                                   payload_bytes ? 1 : 0);
+      e != err::Success)
+    return e;
+  if (out) *out = t.node;
+  return err::Success;
+}
+
+CudaError Client::graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 grid, Dim3 block,
+                                   void** args, size_t shared_mem, GraphNode** out) {
+  Graph* g = t.graph;
   if (!g) return err::InvalidValue;
   const LoadedModule* lm = nullptr;
   ServerLink* l = nullptr;
@@ -134,13 +152,13 @@ CudaError Client::graph_add_kernel(Graph* g, const std::vector<GraphNode*>& deps
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
   }
-  return graph_add(g, deps, static_cast<uint16_t>(MsgId::Launch), encode_message(q), nullptr, 0,
-                   out);
+  return graph_place(t, static_cast<uint16_t>(MsgId::Launch), encode_message(q), nullptr, 0, out);
 }
 
-CudaError Client::graph_add_memcpy(Graph* g, const std::vector<GraphNode*>& deps, void* dst,
-                                   size_t dpitch, const void* src, size_t spitch, size_t width,
-                                   size_t height, CopyKind kind, GraphNode** out) {
+CudaError Client::graph_add_memcpy(const NodeTarget& t, void* dst, size_t dpitch, const void* src,
+                                   size_t spitch, size_t width, size_t height, CopyKind kind,
+                                   GraphNode** out) {
+  Graph* g = t.graph;
   if (!g) return err::InvalidValue;
   CopyPlan p;
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &p); e != err::Success)
@@ -151,8 +169,8 @@ CudaError Client::graph_add_memcpy(Graph* g, const std::vector<GraphNode*>& deps
                       dpitch, reinterpret_cast<uint64_t>(src),
                       spitch, width,
                       height, 0};
-    return graph_add(g, deps, static_cast<uint16_t>(MsgId::Memcpy2DDtoD), encode_message(q),
-                     nullptr, 0, out);
+    return graph_place(t, static_cast<uint16_t>(MsgId::Memcpy2DDtoD), encode_message(q), nullptr, 0,
+                       out);
   }
   if (p.kind == CopyKind::HostToDevice) {
     if (p.ddev != g->device) return err::InvalidValue;
@@ -162,8 +180,8 @@ CudaError Client::graph_add_memcpy(Graph* g, const std::vector<GraphNode*>& deps
     for (size_t r = 0; r < height; ++r)
       std::memcpy(rows.data() + r * width, static_cast<const char*>(src) + r * spitch, width);
     MemcpyHtoDAsyncReq q{g->gpu, reinterpret_cast<uint64_t>(dst), dpitch, width, height, 0};
-    return graph_add(g, deps, static_cast<uint16_t>(MsgId::MemcpyHtoDAsync), encode_message(q),
-                     rows.data(), rows.size(), out);
+    return graph_place(t, static_cast<uint16_t>(MsgId::MemcpyHtoDAsync), encode_message(q),
+                       rows.data(), rows.size(), out);
   }
   LOG_WARN(
       "rgpu: a graph memcpy node into host memory is not supported (each replay would have "
@@ -171,33 +189,34 @@ CudaError Client::graph_add_memcpy(Graph* g, const std::vector<GraphNode*>& deps
   return err::NotSupported;
 }
 
-CudaError Client::graph_add_memset(Graph* g, const std::vector<GraphNode*>& deps, void* ptr,
-                                   int value, size_t n, GraphNode** out) {
+CudaError Client::graph_add_memset(const NodeTarget& t, void* ptr, int value, size_t n,
+                                   GraphNode** out) {
+  Graph* g = t.graph;
   if (!g) return err::InvalidValue;
   MemsetReq q{g->gpu, reinterpret_cast<uint64_t>(ptr), static_cast<uint8_t>(value), n, 0};
-  return graph_add(g, deps, static_cast<uint16_t>(MsgId::Memset), encode_message(q), nullptr, 0,
-                   out);
+  return graph_place(t, static_cast<uint16_t>(MsgId::Memset), encode_message(q), nullptr, 0, out);
 }
 
-CudaError Client::graph_add_host(Graph* g, const std::vector<GraphNode*>& deps,
-                                 std::function<void()> fn, GraphNode** out) {
+CudaError Client::graph_add_host(const NodeTarget& t, std::function<void()> fn, GraphNode** out) {
+  Graph* g = t.graph;
   if (!g || !fn) return err::InvalidValue;
   const uint64_t id = g->link->keep_callback(std::move(fn));
   HostFuncReq q{g->gpu, 0, id};
-  return graph_add(g, deps, static_cast<uint16_t>(MsgId::HostFunc), encode_message(q), nullptr, 0,
-                   out);
+  return graph_place(t, static_cast<uint16_t>(MsgId::HostFunc), encode_message(q), nullptr, 0, out);
 }
 
-CudaError Client::graph_add_event(Graph* g, const std::vector<GraphNode*>& deps, Event* event,
-                                  bool wait, GraphNode** out) {
+CudaError Client::graph_add_event(const NodeTarget& t, Event* event, bool wait, GraphNode** out) {
+  Graph* g = t.graph;
   if (!g) return err::InvalidValue;
   Event* ev = find_event(event);
   if (!ev || ev->device != g->device) return kInvalidResourceHandle;
-  if (wait)
-    return graph_add(g, deps, static_cast<uint16_t>(MsgId::StreamWaitEvent),
-                     encode_message(StreamWaitEventReq{g->gpu, 0, ev->id}), nullptr, 0, out);
-  return graph_add(g, deps, static_cast<uint16_t>(MsgId::EventRecord),
-                   encode_message(EventRecordReq{g->gpu, ev->id, 0}), nullptr, 0, out);
+  CudaError e =
+      wait ? graph_place(t, static_cast<uint16_t>(MsgId::StreamWaitEvent),
+                         encode_message(StreamWaitEventReq{g->gpu, 0, ev->id}), nullptr, 0, out)
+           : graph_place(t, static_cast<uint16_t>(MsgId::EventRecord),
+                         encode_message(EventRecordReq{g->gpu, ev->id, 0}), nullptr, 0, out);
+  if (e == err::Success && !t.exec) (*out)->event = ev;  // an exec copy keeps no handle
+  return e;
 }
 
 CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps, Graph* child,
@@ -248,6 +267,13 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
       e != err::Success)
     return e;
   adopt(c.get(), rep.nodes);
+  c->origin = g;
+  for (const auto& n : g->nodes)
+    if (GraphNode* m = c->node(n->id)) {
+      m->event = n->event;
+      m->host_fn = n->host_fn;
+      m->host_data = n->host_data;
+    }
   *out = c.release();
   return err::Success;
 }

@@ -10,12 +10,18 @@ namespace rgpu::client {
 
 class ServerLink;
 struct Graph;
+struct Event;
 
 struct GraphNode {
   Graph* graph = nullptr;
   uint64_t id = 0;    // the server's, within its graph
   uint32_t kind = 0;  // proto::GraphNodeKind (cudaGraphNodeType's numbers)
   std::vector<GraphNode*> deps;
+  // What parameter queries answer, for nodes added explicitly (a clone copies them; captured
+  // nodes have none): an event node's event, a host node's function and argument.
+  Event* event = nullptr;
+  void (*host_fn)(void*) = nullptr;
+  void* host_data = nullptr;
 };
 
 struct Graph {
@@ -24,9 +30,21 @@ struct Graph {
   uint32_t gpu = 0;
   uint64_t id = 0;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // nodes[i]->id == i + 1
+  const Graph* origin = nullptr;                  // the graph this one was cloned from
   GraphNode* node(uint64_t id) const {
     return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
   }
+};
+
+struct GraphExec;
+
+// Where a node's request goes: a new node of `graph` after `deps`, or, with `node` set, the
+// new parameters of `node` (of `graph`), in the graph itself or in executable graph `exec`.
+struct NodeTarget {
+  Graph* graph = nullptr;
+  std::vector<GraphNode*> deps;
+  GraphNode* node = nullptr;
+  GraphExec* exec = nullptr;
 };
 
 struct GraphExec {
@@ -34,6 +52,7 @@ struct GraphExec {
   int device = 0;
   uint32_t gpu = 0;
   uint64_t id = 0;
+  uint64_t flags = 0;  // the instantiation flags, as given
 };
 
 }  // namespace rgpu::client

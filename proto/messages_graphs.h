@@ -54,6 +54,21 @@ struct GraphAddNodeReq {
   RGPU_FIELDS(device, graph, deps, type, request, payload)
   uint64_t payload_bytes() const { return payload; }
 };
+// Replaces the request of node `node` of graph `owner` (or, with `exec`, of executable graph
+// `owner`'s copy of it) by `request`, a request of the same node kind (cudaGraph*SetParams,
+// cudaGraphExec*SetParams).  A MemcpyHtoDAsync's bytes follow as the payload.
+struct GraphSetNodeReq {
+  uint32_t device = 0;
+  uint64_t owner = 0;
+  bool exec = false;
+  uint64_t node = 0;
+  uint16_t type = 0;
+  std::vector<uint8_t> request;
+  uint64_t payload = 0;  // bytes that follow
+  RGPU_FIELDS(device, owner, exec, node, type, request, payload)
+  uint64_t payload_bytes() const { return payload; }
+};
+using GraphSetNodeRep = Empty;
 struct GraphAddNodeRep {
   uint64_t node = 0;
   RGPU_FIELDS(node)

@@ -79,6 +79,12 @@ std::vector<uint8_t> with_stream(const std::vector<uint8_t>& body, uint64_t stre
 
 }  // namespace
 
+bool graph_node_kind(uint16_t type, const std::vector<uint8_t>& body, uint32_t& kind) {
+  uint64_t stream = 0;
+  kind = kNodeEmpty;
+  return type == 0 || stream_of_request(type, body, stream, kind);
+}
+
 Status Session::graph_of(uint64_t id, Graph*& g) {
   auto it = graphs_.graphs.find(id);
   if (it == graphs_.graphs.end()) return Status::fail(err::InvalidValue, "no such graph");

@@ -62,4 +62,8 @@ struct GraphState {
   uint32_t replays = 0;  // numbers host callbacks of replays apart
 };
 
+// The node kind (proto::GraphNodeKind) a request of `type` records as; false when such a
+// request cannot be a graph node.  Type 0 is an empty node.
+bool graph_node_kind(uint16_t type, const std::vector<uint8_t>& body, uint32_t& kind);
+
 }  // namespace rgpu::server

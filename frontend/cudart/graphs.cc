@@ -3,7 +3,8 @@
 // objects.  What rgpu does not do yet stays a stub (unsupported.cc) or answers
 // cudaErrorNotSupported naming the case.
 #include "frontend/cudart/api.h"
-#include "frontend/cudart/registration.h"
+#include "frontend/cudart/graph_nodes.h"
+#include "frontend/cudart/user_objects.h"
 
 using namespace rgpu;
 using rgpu::cudart::core;
@@ -138,19 +139,17 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   if (e == err::Success) *graph = H(g);
   return ret(e);
 }
-cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return ret(core().graph_destroy(G(graph))); }
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  if (graph) cudart::user_objects_dropped(G(graph));
+  return ret(core().graph_destroy(G(graph)));
+}
 
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
                                    const cudaKernelNodeParams* p) {
-  if (!node || !p) return ret(err::InvalidValue);
-  if (p->extra) return ret(err::NotSupported);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  client::Function* f = cudart::Registration::get().function(p->func);
-  if (!f) return ret(client::errc::InvalidDeviceFunction);
-  CudaError e = core().graph_add_kernel(
-      G(graph), deps_of(deps, n), f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
-      {p->blockDim.x, p->blockDim.y, p->blockDim.z}, p->kernelParams, p->sharedMemBytes, &out);
+  CudaError e = cudart::kernel_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -158,44 +157,31 @@ cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
                                      const void* src, size_t count, cudaMemcpyKind kind) {
   if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_memcpy(G(graph), deps_of(deps, n), dst, count, src, count, count,
-                                        1, static_cast<client::CopyKind>(kind), &out);
+  CudaError e = cudart::memcpy1d_node({G(graph), deps_of(deps, n)}, dst, src, count, kind, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
                                    const cudaMemcpy3DParms* p) {
-  if (!node || !p) return ret(err::InvalidValue);
-  // Linear memory, 2-D (depth 1), no offsets: what rgpu's copies take today.
-  if (p->srcArray || p->dstArray || p->extent.depth > 1 || p->srcPos.x || p->srcPos.y ||
-      p->srcPos.z || p->dstPos.x || p->dstPos.y || p->dstPos.z)
-    return ret(err::NotSupported);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_memcpy(G(graph), deps_of(deps, n), p->dstPtr.ptr, p->dstPtr.pitch,
-                                        p->srcPtr.ptr, p->srcPtr.pitch, p->extent.width,
-                                        p->extent.height ? p->extent.height : 1,
-                                        static_cast<client::CopyKind>(p->kind), &out);
+  CudaError e = cudart::memcpy_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* deps, size_t n,
                                    const cudaMemsetParams* p) {
-  if (!node || !p) return ret(err::InvalidValue);
-  if (p->elementSize != 1 || p->height > 1) return ret(err::NotSupported);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_memset(G(graph), deps_of(deps, n), p->dst,
-                                        static_cast<int>(p->value), p->width, &out);
+  CudaError e = cudart::memset_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                  const cudaGraphNode_t* deps, size_t n,
                                  const cudaHostNodeParams* p) {
-  if (!node || !p || !p->fn) return ret(err::InvalidValue);
+  if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  cudaHostFn_t fn = p->fn;
-  void* data = p->userData;
-  CudaError e = core().graph_add_host(
-      G(graph), deps_of(deps, n), [fn, data] { fn(data); }, &out);
+  CudaError e = cudart::host_node({G(graph), deps_of(deps, n)}, p, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -209,14 +195,14 @@ cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph
                                         const cudaGraphNode_t* deps, size_t n, cudaEvent_t event) {
   if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_event(G(graph), deps_of(deps, n), event_of(event), false, &out);
+  CudaError e = cudart::event_node({G(graph), deps_of(deps, n)}, event, false, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                       const cudaGraphNode_t* deps, size_t n, cudaEvent_t event) {
   if (!node) return ret(err::InvalidValue);
   client::GraphNode* out = nullptr;
-  CudaError e = core().graph_add_event(G(graph), deps_of(deps, n), event_of(event), true, &out);
+  CudaError e = cudart::event_node({G(graph), deps_of(deps, n)}, event, true, &out);
   return finish_node(e, out, node);
 }
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -242,7 +228,10 @@ cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t graph) {
   if (!clone) return ret(err::InvalidValue);
   client::Graph* c = nullptr;
   CudaError e = core().graph_clone(G(graph), &c);
-  if (e == err::Success) *clone = H(c);
+  if (e == err::Success) {
+    cudart::user_objects_cloned(G(graph), c);
+    *clone = H(c);
+  }
   return ret(e);
 }
 
@@ -292,10 +281,14 @@ cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
   if (!exec) return ret(err::InvalidValue);
-  (void)flags;  // auto-free on launch, upload, device launch, priority: nothing to do remotely
+  // auto-free on launch, upload, device launch, priority: nothing to do remotely
   client::GraphExec* x = nullptr;
   CudaError e = core().graph_instantiate(G(graph), &x);
-  if (e == err::Success) *exec = reinterpret_cast<cudaGraphExec_t>(x);
+  if (e == err::Success) {
+    x->flags = flags;
+    cudart::user_objects_instantiated(G(graph), x);
+    *exec = reinterpret_cast<cudaGraphExec_t>(x);
+  }
   return ret(e);
 }
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
@@ -327,6 +320,7 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
   return ret(e);
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  if (exec) cudart::user_objects_dropped(X(exec));
   return ret(core().graph_exec_destroy(X(exec)));
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {

@@ -3,9 +3,9 @@
 #include "check.h"
 
 int main() {
-  cudaGraph_t g = nullptr;
-  EXPECT_ERR(cudaGraphDebugDotPrint(g, "/tmp/rgpu-unsupported.dot", 0), cudaErrorNotSupported);
-  EXPECT_ERR(cudaGraphDebugDotPrint(g, "/tmp/rgpu-unsupported.dot", 0), cudaErrorNotSupported);
+  // Graphics interop: unsupported by design (docs/compatibility.md), so it stays a stub.
+  EXPECT_ERR(cudaGraphicsUnregisterResource(nullptr), cudaErrorNotSupported);
+  EXPECT_ERR(cudaGraphicsUnregisterResource(nullptr), cudaErrorNotSupported);
   EXPECT_ERR(cudaGetLastError(), cudaErrorNotSupported);
   EXPECT_ERR(cudaGetLastError(), cudaSuccess);
   void* d = nullptr;

@@ -20,3 +20,19 @@ TEST_P(Graphs, CaptureAndExplicitGraphsReplayCorrectly) {
   EXPECT_TRUE(d.alive());
 }
 INSTANTIATE_TEST_SUITE_P(Transports, Graphs, ::testing::Values("tcp", "shm"));
+
+// Edges, dependent nodes, clones, event/host node parameters, exec flags, DOT output, user
+// objects and stream ids (tests/cuda/graphs_query.cu).
+class GraphQueries : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GraphQueries, AnswerFromTheGraphsShape) {
+  Daemon d({"--host-capacity", "1GiB"});
+  auto env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("graphs_query")}, env, 60);
+  EXPECT_EQ(r.status, 0) << "stdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graphs_query: passed"), std::string::npos) << r.out;
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Transports, GraphQueries, ::testing::Values("tcp", "shm"));

@@ -128,7 +128,7 @@ TEST(Integration, UnsupportedCallIsAnErrorLoggedOnceByName) {
   Daemon d;
   Result r = run({cuda_program("unsupported")}, d.client_env());
   expect_pass(r, "unsupported");
-  EXPECT_EQ(count(r.err, "cudaGraphDebugDotPrint is not supported"), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "cudaGraphicsUnregisterResource is not supported"), 1u) << r.err;
 }
 
 TEST(Integration, SeveralGpusOnOneServerAreSeveralDevices) {
