@@ -81,7 +81,7 @@ failures=0
 programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols
   kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
   async_stress_ptds multi_gpu overlap stress_mix va_windows
-  launch devmem graphs pools"
+  launch devmem graphs graphs_query pools"
 for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
   LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \
@@ -147,7 +147,7 @@ rows+=("$(printf '%-20s %-16s %-16s %s' "stress_mix x$runs" "-" "hangs $hung" "f
 
 echo "== unsupported (rgpu only)"
 remote "$build/cuda/unsupported" >"$out/unsupported.rgpu.out" 2>"$out/unsupported.rgpu.err"; rrc=$?
-logged=$(grep -c 'cudaGraphDebugDotPrint is not supported' "$out/unsupported.rgpu.err")
+logged=$(grep -c 'cudaGraphicsUnregisterResource is not supported' "$out/unsupported.rgpu.err")
 [ $rrc -eq 0 ] && [ "$logged" -eq 1 ] || failures=$((failures + 1))
 rows+=("$(printf '%-20s %-16s %-16s %s' unsupported "-" "$(verdict $rrc "$out/unsupported.rgpu.out")" "logged $logged time(s)")")
 
