@@ -196,10 +196,7 @@ bool Session::capture_request(const Request& r, Status& s) {
   if (r.payload) {  // a host-to-device copy: its bytes stay with the graph
     bytes = std::make_shared<std::vector<char>>();
     bytes->reserve(r.payload->total());
-    for (Chunk c; r.payload->next(c);) {
-      bytes->insert(bytes->end(), c.data, c.data + c.size);
-      r.payload->release(c);
-    }
+    r.payload->gather(*bytes);
   }
   Graph* g = nullptr;
   if (s = graph_of(cap.graph, g); !s.ok()) return true;
@@ -317,11 +314,7 @@ Status Session::on(GraphAddNodeMsg, const GraphAddNodeReq& q, GraphAddNodeRep& r
   if (q.payload) {
     bytes = std::make_shared<std::vector<char>>();
     bytes->reserve(q.payload);
-    for (Chunk c; current_->payload->next(c);) {
-      bytes->insert(bytes->end(), c.data, c.data + c.size);
-      current_->payload->release(c);
-    }
-    if (bytes->size() != q.payload)
+    if (current_->payload->gather(*bytes) != q.payload)
       return Status::fail(err::InvalidValue, "the client went away in the middle of a node's data");
   }
   Graph* g = nullptr;

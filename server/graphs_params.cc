@@ -13,11 +13,7 @@ Status Session::on(GraphSetNodeMsg, const GraphSetNodeReq& q, Empty&) {
   if (q.payload) {
     bytes = std::make_shared<std::vector<char>>();
     bytes->reserve(q.payload);
-    for (Chunk c; current_->payload->next(c);) {
-      bytes->insert(bytes->end(), c.data, c.data + c.size);
-      current_->payload->release(c);
-    }
-    if (bytes->size() != q.payload)
+    if (current_->payload->gather(*bytes) != q.payload)
       return Status::fail(err::InvalidValue, "the client went away in the middle of a node's data");
   }
   uint32_t kind = 0;

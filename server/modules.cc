@@ -92,11 +92,7 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
                             std::to_string(kMaxSessionImages >> 20) + " MiB)");
   auto image = std::make_shared<std::vector<uint8_t>>();
   image->reserve(std::min<uint64_t>(q.image_size, 64u << 20));  // grows with what arrives
-  for (Chunk c; current_->payload->next(c);) {
-    image->insert(image->end(), c.data, c.data + c.size);
-    current_->payload->release(c);
-  }
-  if (image->size() != q.image_size)
+  if (current_->payload->gather(*image) != q.image_size)
     return Status::fail(err::InvalidValue, "the client went away in the middle of the module");
   if (sha256(image->data(), image->size()) != q.hash)
     return Status::fail(err::InvalidValue, "module image does not match its hash");

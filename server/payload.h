@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <vector>
 
 #include "server/buffer_pool.h"
 
@@ -50,6 +51,20 @@ class PayloadStream {
     return true;
   }
   void release(Chunk c) { pool_.release(c.data); }
+  // Appends every chunk to `out` (a request whose payload is kept whole: a module image, a graph
+  // node's bytes), giving the buffers back as it goes.  Returns the bytes appended: fewer than
+  // total() when the client went away mid-payload.
+  template <class Byte>
+  uint64_t gather(std::vector<Byte>& out) {
+    uint64_t n = 0;
+    for (Chunk c; next(c);) {
+      out.insert(out.end(), reinterpret_cast<const Byte*>(c.data),
+                 reinterpret_cast<const Byte*>(c.data) + c.size);
+      n += c.size;
+      release(c);
+    }
+    return n;
+  }
 
  private:
   BufferPool& pool_;
