@@ -67,7 +67,9 @@ limited() {
   wait $pid
 }
 native() { LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-remote() { RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" limited "$(basename "$1")-rgpu" 60 "$@"; }
+# The client never reaches the local GPU: CUDA_VISIBLE_DEVICES=-1 hides it from anything in the
+# process that would try (a "remote proof" row below also checks that no libcuda is loaded).
+remote() { CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" limited "$(basename "$1")-rgpu" 60 "$@"; }
 # Both transports: TCP, and shared memory (co-located).
 remote_on() { local t=$1; shift; RGPU_TRANSPORT=$t remote "$@"; }
 verdict() {  # exit code, stdout file
@@ -169,6 +171,15 @@ gib() { awk -v x="$1" 'BEGIN{printf "%.1f", x/1073741824}'; }
 held=$((before - during))
 if [ "$after" -ge $((before - slack)) ] && [ "$held" -ge $((8 << 30)) ]; then kill_ok="freed"; else kill_ok="NOT FREED"; failures=$((failures + 1)); fi
 rows+=("$(printf '%-20s %-16s %-16s %s' sigkill-cleanup "-" "$kill_ok" "free GiB before/holding/after kill: $(gib $before)/$(gib $during)/$(gib $after)")")
+
+echo "== remote proof"
+CUDA_VISIBLE_DEVICES=-1 LD_DEBUG=files RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" \
+  "$build/cuda/memcpy_roundtrip" >"$out/proof.out" 2>"$out/proof.err"; prc=$?
+nvidia_libs=$(grep -c 'file=libcuda\.so\|file=.*libnvidia' "$out/proof.err")
+ours=$(grep -o 'file=[^ ]*libcudart[^ ]*' "$out/proof.err" | head -1)
+sessions=$(grep -c 'session process' "$out/rgpud.log")
+if [ $prc -eq 0 ] && [ "$nvidia_libs" -eq 0 ]; then proof=ok; else proof=FAIL; failures=$((failures + 1)); fi
+rows+=("$(printf '%-20s %-16s %-16s %s' remote-proof "-" "$proof" "local GPU hidden; NVIDIA driver libs loaded by client: $nvidia_libs; runtime: ${ours#file=}; client sessions in rgpud's log: $sessions")")
 
 echo "== example and latency"
 native "$build/examples/hello_rgpu" >"$out/hello.native" 2>&1
