@@ -5,7 +5,6 @@
 namespace rgpu::backend {
 namespace {
 
-constexpr CudaError kUnsupportedLimit = 215;
 // cudaLimit numbers.
 enum : uint32_t {
   kStackSize = 0,
@@ -70,7 +69,7 @@ Status HostDeviceState::config(int dev, Executor::ConfigOp op, uint32_t key, uin
     case Op::SetLimit: {
       auto it = d.limits.find(key);
       if (it == d.limits.end())
-        return Status::fail(kUnsupportedLimit, "unknown limit " + std::to_string(key));
+        return Status::fail(err::InvalidValue, "unknown limit " + std::to_string(key));
       if (key == kMaxL2FetchGranularity && value > 128)
         return Status::fail(err::InvalidValue, "the L2 fetch granularity is at most 128 bytes");
       if (key == kPersistingL2CacheSize && value > kPersistingL2Max)
@@ -82,7 +81,7 @@ Status HostDeviceState::config(int dev, Executor::ConfigOp op, uint32_t key, uin
     case Op::GetLimit: {
       auto it = d.limits.find(key);
       if (it == d.limits.end())
-        return Status::fail(kUnsupportedLimit, "unknown limit " + std::to_string(key));
+        return Status::fail(err::InvalidValue, "unknown limit " + std::to_string(key));
       value = it->second;
       return Status::success();
     }

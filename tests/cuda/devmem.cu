@@ -49,7 +49,7 @@ static void settings() {
   EXPECT_OK(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 4u << 20));
   EXPECT_OK(cudaDeviceGetLimit(&v, cudaLimitPrintfFifoSize));
   EXPECT_TRUE(v == (4u << 20), "printf FIFO limit is 4 MiB");
-  EXPECT_ERR(cudaDeviceGetLimit(&v, static_cast<cudaLimit>(99)), cudaErrorUnsupportedLimit);
+  EXPECT_ERR(cudaDeviceGetLimit(&v, static_cast<cudaLimit>(99)), cudaErrorInvalidValue);
 
   cudaFuncCache cache;
   EXPECT_OK(cudaDeviceSetCacheConfig(cudaFuncCachePreferShared));
