@@ -1,15 +1,27 @@
 #include "frontend/cuda/export_tables.h"
 
+#include <cuda.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/log.h"
+#include "frontend/cuda/integrity.h"
 
 namespace rgpu::cuda_fe {
 
 namespace {
+
+using Uuid = unsigned char[16];
 
 std::string uuid_text(const unsigned char id[16]) {
   std::string s;
@@ -22,16 +34,250 @@ std::string uuid_text(const unsigned char id[16]) {
   return s;
 }
 
+void log_once(const std::string& what) {
+  static std::mutex mu;
+  static std::set<std::string> logged;
+  std::lock_guard<std::mutex> lock(mu);
+  if (logged.insert(what).second) LOG_WARN("%s", what.c_str());
+}
+
+// A slot whose function rgpu does not provide (NVIDIA's runtime 13 was not seen calling it):
+// logged once by table and slot, answered CUDA_ERROR_NOT_SUPPORTED.
+template <int kTable, int kSlot>
+CUresult unsupported_slot() {
+  log_once("cuGetExportTable: slot " + std::to_string(kSlot) + " of export table #" +
+           std::to_string(kTable) +
+           " was called; rgpu does not provide it (CUDA_ERROR_NOT_SUPPORTED)");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+template <int kTable, size_t kSlots>
+struct Table {
+  const void* slot[kSlots];
+};
+
+template <int kTable, size_t kSlots, size_t... I>
+constexpr Table<kTable, kSlots> unsupported_table(std::index_sequence<I...>) {
+  return {{reinterpret_cast<const void*>(kSlots * sizeof(void*)),
+           reinterpret_cast<const void*>(&unsupported_slot<kTable, static_cast<int>(I) + 1>)...}};
+}
+
+template <int kTable, size_t kSlots>
+Table<kTable, kSlots> make_table() {
+  return unsupported_table<kTable, kSlots>(std::make_index_sequence<kSlots - 1>());
+}
+
+// ---- CUDART_INTERFACE: slot 2 hands the runtime a device's primary context.
+CUresult cudart_primary_context(CUcontext* out, CUdevice dev) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return cuDevicePrimaryCtxRetain(out, dev);
+}
+
+// ---- TOOLS_RUNTIME_CALLBACK_HOOKS: slots 2 and 6 hand back buffers the runtime may write.
+void tools_buffer_1(void** buf, size_t* size) {
+  static unsigned char b[1024];
+  if (buf != nullptr) *buf = b;
+  if (size != nullptr) *size = sizeof b;
+}
+void tools_buffer_2(void** buf, size_t* size) {
+  static unsigned char b[14];
+  if (buf != nullptr) *buf = b;
+  if (size != nullptr) *size = sizeof b;
+}
+
+// ---- CONTEXT_LOCAL_STORAGE_INTERFACE_V0301 (no size slot): the runtime's per-context state.
+using ClsDtor = void (*)(CUcontext, void*, void*);
+struct ClsEntry {
+  void* value;
+  ClsDtor dtor;
+};
+std::mutex cls_mu;
+std::map<std::pair<CUcontext, void*>, ClsEntry>& cls() {
+  static auto* m = new std::map<std::pair<CUcontext, void*>, ClsEntry>;  // outlives exit handlers
+  return *m;
+}
+
+CUcontext resolve(CUcontext ctx) {
+  if (ctx == nullptr || ctx == reinterpret_cast<CUcontext>(-1)) {
+    CUcontext cur = nullptr;
+    if (cuCtxGetCurrent(&cur) != CUDA_SUCCESS) return nullptr;
+    return cur;
+  }
+  return ctx;
+}
+
+CUresult cls_put(CUcontext ctx, void* key, void* value, ClsDtor dtor) {
+  CUcontext c = resolve(ctx);
+  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(cls_mu);
+  cls()[{c, key}] = ClsEntry{value, dtor};
+  return CUDA_SUCCESS;
+}
+
+CUresult cls_delete(CUcontext ctx, void* key) {
+  CUcontext c = resolve(ctx);
+  std::lock_guard<std::mutex> lock(cls_mu);
+  auto& m = cls();
+  if (m.erase({c, key}) > 0) return CUDA_SUCCESS;
+  // Some readings of this slot take (key, value*) instead: accept a key in the first argument.
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (it->first.second == static_cast<void*>(ctx)) {
+      m.erase(it);
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cls_get(void** value, CUcontext ctx, void* key) {
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext c = resolve(ctx);
+  std::lock_guard<std::mutex> lock(cls_mu);
+  auto it = cls().find({c, key});
+  if (it == cls().end()) return CUDA_ERROR_INVALID_HANDLE;
+  *value = it->second.value;
+  return CUDA_SUCCESS;
+}
+
+// ---- CONTEXT_CHECKS: slot 2 reports nothing unusual about a context; slot 3 answers 0.
+CUresult context_check(CUcontext, unsigned* r1, const void** r2) {
+  if (r1 != nullptr) *r1 = 0;
+  if (r2 != nullptr) *r2 = nullptr;
+  return CUDA_SUCCESS;
+}
+unsigned context_check_flags() { return 0; }
+
+// ---- CTX_CREATE_BYPASS: slot 1 creates a context as cuCtxCreate_v2 does.
+CUresult ctx_create_bypass(CUcontext* pctx, unsigned flags, CUdevice dev) {
+  return cuCtxCreate(pctx, nullptr, flags, dev);
+}
+
+// ---- INTEGRITY_CHECK: slot 1.
+CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_t (*out)[2]);
+
+auto cudart_interface = [] {
+  auto t = make_table<2, 13>();
+  t.slot[2] = reinterpret_cast<const void*>(&cudart_primary_context);
+  return t;
+}();
+auto tools_hooks = [] {
+  auto t = make_table<3, 7>();
+  t.slot[2] = reinterpret_cast<const void*>(&tools_buffer_1);
+  t.slot[6] = reinterpret_cast<const void*>(&tools_buffer_2);
+  return t;
+}();
+auto tools_tls = make_table<4, 4>();
+const void* const context_local_storage[4] = {
+    reinterpret_cast<const void*>(&cls_put), reinterpret_cast<const void*>(&cls_delete),
+    reinterpret_cast<const void*>(&cls_get),
+    reinterpret_cast<const void*>(&unsupported_slot<5, 3>)};
+auto context_checks = [] {
+  auto t = make_table<6, 4>();
+  t.slot[2] = reinterpret_cast<const void*>(&context_check);
+  t.slot[3] = reinterpret_cast<const void*>(&context_check_flags);
+  return t;
+}();
+auto integrity = [] {
+  auto t = make_table<7, 3>();
+  t.slot[1] = reinterpret_cast<const void*>(&integrity_check);
+  return t;
+}();
+auto ctx_bypass = [] {
+  auto t = make_table<8, 2>();
+  t.slot[1] = reinterpret_cast<const void*>(&ctx_create_bypass);
+  return t;
+}();
+
+CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_t (*out)[2]) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  IntegrityInput in{};
+  int driver = 0;
+  if (CUresult r = cuDriverGetVersion(&driver); r != CUDA_SUCCESS) return r;
+  in.driver_version = static_cast<uint32_t>(driver);
+  in.check_version = version;
+  in.pid = static_cast<uint32_t>(getpid());
+  in.thread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
+  in.cudart_table = &cudart_interface;
+  in.integrity_table = &integrity;
+  in.check_function = reinterpret_cast<const void*>(&integrity_check);
+  in.unix_seconds = unix_seconds;
+  if (version % 10 >= 2) {
+    int count = 0;
+    if (CUresult r = cuDeviceGetCount(&count); r != CUDA_SUCCESS) return r;
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev = 0;
+      CUuuid uuid{};
+      IntegrityDevice d{};
+      if (CUresult r = cuDeviceGet(&dev, i); r != CUDA_SUCCESS) return r;
+      if (CUresult r = cuDeviceGetUuid(&uuid, dev); r != CUDA_SUCCESS) return r;
+      std::memcpy(d.uuid, uuid.bytes, 16);
+      cuDeviceGetAttribute(&d.pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev);
+      cuDeviceGetAttribute(&d.pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev);
+      cuDeviceGetAttribute(&d.pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev);
+      in.devices.push_back(d);
+    }
+  }
+  const std::array<uint64_t, 2> answer = integrity_answer(in);
+  (*out)[0] = answer[0];
+  (*out)[1] = answer[1];
+  return CUDA_SUCCESS;
+}
+
+struct Known {
+  unsigned char id[16];
+  const void* table;
+};
+
+const Known kKnown[] = {
+    {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d,
+      0xf9},
+     &cudart_interface},
+    {{0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00, 0x20, 0x0c, 0x0a,
+      0x66},
+     &tools_hooks},
+    {{0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec,
+      0xdc},
+     &tools_tls},
+    {{0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95,
+      0x93},
+     context_local_storage},
+    {{0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa,
+      0x7e},
+     &context_checks},
+    {{0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
+      0xf2},
+     &integrity},
+    {{0x0c, 0xa5, 0x0b, 0x8c, 0x10, 0x04, 0x92, 0x9a, 0x89, 0xa7, 0xd0, 0xdf, 0x10, 0xe7, 0x72,
+      0x86},
+     &ctx_bypass},
+};
+
 }  // namespace
 
 const void* find_export_table(const unsigned char id[16]) {
-  static std::mutex mu;
-  static std::set<std::string> logged;
-  std::string text = uuid_text(id);
-  std::lock_guard<std::mutex> lock(mu);
-  if (logged.insert(text).second)
-    LOG_WARN("cuGetExportTable: table %s is not provided by rgpu (CUDA_ERROR_NOT_FOUND)", text.c_str());
+  for (const Known& k : kKnown)
+    if (std::memcmp(k.id, id, 16) == 0) return k.table;
+  log_once("cuGetExportTable: table " + uuid_text(id) +
+           " is not provided by rgpu (CUDA_ERROR_NOT_FOUND)");
   return nullptr;
+}
+
+void context_ended(void* ctx) {
+  std::vector<std::pair<void*, ClsEntry>> ended;
+  {
+    std::lock_guard<std::mutex> lock(cls_mu);
+    auto& m = cls();
+    for (auto it = m.begin(); it != m.end();) {
+      if (it->first.first == static_cast<CUcontext>(ctx)) {
+        ended.emplace_back(it->first.second, it->second);
+        it = m.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [key, e] : ended)  // outside the lock: a destructor may call back into the driver
+    if (e.dtor != nullptr) e.dtor(static_cast<CUcontext>(ctx), key, e.value);
 }
 
 }  // namespace rgpu::cuda_fe

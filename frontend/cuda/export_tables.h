@@ -8,4 +8,9 @@ namespace rgpu::cuda_fe {
 // An unknown UUID is logged once.
 const void* find_export_table(const unsigned char id[16]);
 
+// Called by the driver front-end when a context ends (cuCtxDestroy, the last release or a reset
+// of a primary context): runs the destructors NVIDIA's runtime registered in its context-local
+// storage for it, and forgets its entries. `ctx` is a CUcontext.
+void context_ended(void* ctx);
+
 }  // namespace rgpu::cuda_fe
