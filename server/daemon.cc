@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "backend/cuda/cuda_executor.h"
@@ -83,6 +85,29 @@ std::string hostname() {
 
 }  // namespace
 
+bool valid_gpu_list(const std::string& list, std::string& why) {
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = list.find(',', start);
+    const std::string item =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const bool number = !item.empty() && item.size() <= 3 &&
+                        std::all_of(item.begin(), item.end(), [](char c) { return isdigit(c); });
+    const bool uuid = item.rfind("GPU-", 0) == 0 || item.rfind("MIG-", 0) == 0;
+    if (!number && !uuid) {
+      why = "'" + item + "' is neither a GPU number nor a GPU-/MIG- UUID";
+      return false;
+    }
+    if (!seen.insert(number ? std::to_string(std::stoi(item)) : item).second) {
+      why = "'" + item + "' is named twice";
+      return false;
+    }
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
 int run_daemon(const DaemonConfig& cfg) {
   std::optional<std::string> token;
   if (cfg.token_file) {
@@ -103,11 +128,27 @@ int run_daemon(const DaemonConfig& cfg) {
 
   bool use_cuda = cfg.backend != BackendKind::Host;
   int gpus = 0, driver = 0;
+  if (!cfg.gpus.empty()) {
+    if (!use_cuda) {
+      LOG_ERROR("--gpus selects GPUs of the cuda backend; the host backend has --host-gpus");
+      return 2;
+    }
+    // Sessions are forks of the daemon and inherit these; numbering follows nvidia-smi's (PCI).
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    setenv("CUDA_VISIBLE_DEVICES", cfg.gpus.c_str(), 1);
+  }
   if (use_cuda) {
     std::string why;
     if (probe_cuda(why, gpus, driver)) {
-      LOG_NOTICE("cuda backend: %d GPU(s)", gpus);
-    } else if (cfg.backend == BackendKind::Cuda) {
+      const int wanted = static_cast<int>(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
+      if (!cfg.gpus.empty() && gpus != wanted) {
+        LOG_ERROR("--gpus %s: only %d of the %d GPUs named are GPUs of this machine",
+                  cfg.gpus.c_str(), gpus, wanted);
+        return 1;
+      }
+      LOG_NOTICE("cuda backend: %d GPU(s)%s%s", gpus, cfg.gpus.empty() ? "" : " (--gpus ",
+                 cfg.gpus.empty() ? "" : (cfg.gpus + ")").c_str());
+    } else if (cfg.backend == BackendKind::Cuda || !cfg.gpus.empty()) {
       LOG_ERROR("cannot use the cuda backend: %s", why.c_str());
       return 1;
     } else {

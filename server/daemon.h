@@ -19,6 +19,9 @@ struct DaemonConfig {
   std::optional<std::string> token_file;
   uint64_t host_capacity = 8ull << 30;  // host backend: bytes of "device memory" per GPU
   int host_gpus = 1;                    // host backend: how many GPUs to present
+  // cuda backend: the machine's GPUs this daemon serves, as nvidia-smi numbers them ("0,2") or by
+  // UUID ("GPU-..."); empty: all of them. Several daemons can each serve their own.
+  std::string gpus;
   std::string port_file;                // write the bound port here once listening
   std::string host_kernels;             // host backend: plugin of host kernel implementations
   std::string module_cache;             // fat binaries by hash; "" = default, "none" = off
@@ -41,5 +44,9 @@ struct DaemonConfig {
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.
 int run_daemon(const DaemonConfig& config);
+
+// Whether `list` is a --gpus value: comma-separated GPU numbers or UUIDs (GPU-.../MIG-...), no
+// repeats; `why` says what is wrong.
+bool valid_gpu_list(const std::string& list, std::string& why);
 
 }  // namespace rgpu::server

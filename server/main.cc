@@ -13,47 +13,50 @@
 namespace {
 
 void usage(FILE* out) {
-  fprintf(out,
-          "usage: rgpud [options]\n"
-          "  --listen HOST:PORT    address to listen on (default 127.0.0.1:%u); :PORT is\n"
-          "                        127.0.0.1:PORT, port 0 any free port\n"
-          "  --backend KIND        cuda | host | auto (default auto: cuda when a GPU is usable)\n"
-          "  --token-file FILE     require clients to prove this token (RGPU_TOKEN); mandatory\n"
-          "                        when listening on anything but loopback; mode 0600\n"
-          "  --tls-cert FILE       TCP clients must use TLS 1.3; this server's certificate\n"
-          "                        chain (PEM); needs --tls-key FILE (its private key)\n"
-          "  --tls-client-ca FILE  mutual TLS: clients need a certificate signed by a CA in\n"
-          "                        FILE; counts as authentication for listening beyond loopback\n"
-          "  --host-capacity SIZE  host backend: device memory per GPU (default 8GiB)\n"
-          "  --host-gpus N         host backend: GPUs to present (default 1)\n"
-          "  --port-file FILE      write the bound port to FILE once listening (for --listen :0)\n"
-          "  --host-kernels SO     host backend: plugin with host implementations of kernels\n"
-          "                        (a test double; see backend/host/host_kernel_api.h)\n"
-          "  --chunk-size SIZE     bulk copies: bytes per pipelined chunk (default 2MiB)\n"
-          "  --pipeline-depth N    bulk copies: device-to-host chunks in flight (default 8)\n"
-          "  --module-cache DIR    where fat binaries are kept by hash (default\n"
-          "                        ~/.cache/rgpud/modules; none to disable)\n"
-          "Limits:\n"
-          "  --max-handshakes N    connections still in their handshake; more are dropped at\n"
-          "                        once (default 32)\n"
-          "  --handshake-timeout S seconds a connection has to complete its handshake\n"
-          "                        (default 5; may be fractional)\n"
-          "  --max-sessions N      authenticated sessions at once (default 256)\n"
-          "  --max-sessions-per-user N  sessions per user: per uid for shared-memory clients,\n"
-          "                        per IP address for TCP clients (default 0: no limit)\n"
-          "  --client-mem-limit SIZE  device memory one session may hold (default: no limit)\n"
-          "  --client-max-streams N   streams one session may have (default 1024; 0: no limit)\n"
-          "  --client-max-events N    events one session may have (default 65536; 0: no limit)\n"
-          "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
-          "                        (default 5)\n"
-          "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
-          "                        reading what it asked for, loses its session after S seconds\n"
-          "                        (default 30; an idle client is never timed out)\n"
-          "  --module-cache-max-mb N  size cap of the module cache in MiB; least recently used\n"
-          "                        modules are evicted (default 1024)\n"
-          "  --version             print the version\n"
-          "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
-          rgpu::kDefaultPort);
+  fprintf(
+      out,
+      "usage: rgpud [options]\n"
+      "  --listen HOST:PORT    address to listen on (default 127.0.0.1:%u); :PORT is\n"
+      "                        127.0.0.1:PORT, port 0 any free port\n"
+      "  --backend KIND        cuda | host | auto (default auto: cuda when a GPU is usable)\n"
+      "  --token-file FILE     require clients to prove this token (RGPU_TOKEN); mandatory\n"
+      "                        when listening on anything but loopback; mode 0600\n"
+      "  --tls-cert FILE       TCP clients must use TLS 1.3; this server's certificate\n"
+      "                        chain (PEM); needs --tls-key FILE (its private key)\n"
+      "  --tls-client-ca FILE  mutual TLS: clients need a certificate signed by a CA in\n"
+      "                        FILE; counts as authentication for listening beyond loopback\n"
+      "  --host-capacity SIZE  host backend: device memory per GPU (default 8GiB)\n"
+      "  --host-gpus N         host backend: GPUs to present (default 1)\n"
+      "  --gpus LIST           cuda backend: serve only these GPUs of the machine, numbered as\n"
+      "                        nvidia-smi numbers them or by UUID (e.g. 0,2 or GPU-...)\n"
+      "  --port-file FILE      write the bound port to FILE once listening (for --listen :0)\n"
+      "  --host-kernels SO     host backend: plugin with host implementations of kernels\n"
+      "                        (a test double; see backend/host/host_kernel_api.h)\n"
+      "  --chunk-size SIZE     bulk copies: bytes per pipelined chunk (default 2MiB)\n"
+      "  --pipeline-depth N    bulk copies: device-to-host chunks in flight (default 8)\n"
+      "  --module-cache DIR    where fat binaries are kept by hash (default\n"
+      "                        ~/.cache/rgpud/modules; none to disable)\n"
+      "Limits:\n"
+      "  --max-handshakes N    connections still in their handshake; more are dropped at\n"
+      "                        once (default 32)\n"
+      "  --handshake-timeout S seconds a connection has to complete its handshake\n"
+      "                        (default 5; may be fractional)\n"
+      "  --max-sessions N      authenticated sessions at once (default 256)\n"
+      "  --max-sessions-per-user N  sessions per user: per uid for shared-memory clients,\n"
+      "                        per IP address for TCP clients (default 0: no limit)\n"
+      "  --client-mem-limit SIZE  device memory one session may hold (default: no limit)\n"
+      "  --client-max-streams N   streams one session may have (default 1024; 0: no limit)\n"
+      "  --client-max-events N    events one session may have (default 65536; 0: no limit)\n"
+      "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
+      "                        (default 5)\n"
+      "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
+      "                        reading what it asked for, loses its session after S seconds\n"
+      "                        (default 30; an idle client is never timed out)\n"
+      "  --module-cache-max-mb N  size cap of the module cache in MiB; least recently used\n"
+      "                        modules are evicted (default 1024)\n"
+      "  --version             print the version\n"
+      "Environment: RGPU_LOG=error|warn|notice|info|debug (default notice)\n",
+      rgpu::kDefaultPort);
 }
 
 // A whole number in [lo, hi], or exit 2 naming the option.
@@ -140,6 +143,13 @@ int main(int argc, char** argv) {
       cfg.host_gpus = atoi(value().c_str());
       if (cfg.host_gpus < 1 || cfg.host_gpus > 64) {
         fprintf(stderr, "rgpud: --host-gpus must be 1..64\n");
+        return 2;
+      }
+    } else if (a == "--gpus") {
+      std::string why;
+      cfg.gpus = value();
+      if (!rgpu::server::valid_gpu_list(cfg.gpus, why)) {
+        fprintf(stderr, "rgpud: bad --gpus %s: %s\n", cfg.gpus.c_str(), why.c_str());
         return 2;
       }
     } else if (a == "--port-file") {
