@@ -4,6 +4,7 @@
 // the bytes the transitions call for.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
