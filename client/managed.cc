@@ -139,8 +139,8 @@ CudaError Client::malloc_managed(int dev, size_t size, unsigned flags, void** pt
   if (flags != kAttachGlobal && flags != kAttachHost) return err::InvalidValue;
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   if (PageTracker::kGranule % page != 0) return err::NotSupported;
-  const uint64_t rounded = (size + PageTracker::kGranule - 1) / PageTracker::kGranule *
-                           PageTracker::kGranule;
+  const uint64_t rounded =
+      (size + PageTracker::kGranule - 1) / PageTracker::kGranule * PageTracker::kGranule;
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
@@ -165,8 +165,8 @@ CudaError Client::malloc_managed(int dev, size_t size, unsigned flags, void** pt
   if (m == MAP_FAILED) {
     if (e == err::Success) {
       LOG_ERROR("managed memory: cannot map %llu bytes at 0x%llx on the host: %s",
-                static_cast<unsigned long long>(rounded),
-                static_cast<unsigned long long>(rep.ptr), strerror(errno));
+                static_cast<unsigned long long>(rounded), static_cast<unsigned long long>(rep.ptr),
+                strerror(errno));
       e = err::MemoryAllocation;
     }
     map_.remove_device(rep.ptr);
@@ -318,8 +318,7 @@ CudaError Client::managed_fetch(uint64_t addr, uint64_t n, bool all) {
     CudaError e;
     ServerLink* l = link(dev, &e);
     if (!l) return e;
-    void* stage =
-        mmap(nullptr, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* stage = mmap(nullptr, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (stage == MAP_FAILED) return err::MemoryAllocation;
     iovec v{stage, r.size};
     e = l->call<MemcpyDtoHMsg>(MemcpyDtoHReq{devices_[dev].spec.gpu, base + r.offset, r.size},
@@ -446,13 +445,26 @@ CudaError Client::mem_advise(const void* p, size_t n, int advice, int location) 
   if (needs_location && location != kCpuDevice && check_device(location) != err::Success)
     return err::InvalidDevice;
   switch (advice) {
-    case 1: a->read_mostly = true; break;
-    case 2: a->read_mostly = false; break;
-    case 3: a->preferred = location; break;
-    case 4: a->preferred = -2; break;
-    case 5: a->accessed_by.insert(location); break;
-    case 6: a->accessed_by.erase(location); break;
-    default: return err::InvalidValue;
+    case 1:
+      a->read_mostly = true;
+      break;
+    case 2:
+      a->read_mostly = false;
+      break;
+    case 3:
+      a->preferred = location;
+      break;
+    case 4:
+      a->preferred = -2;
+      break;
+    case 5:
+      a->accessed_by.insert(location);
+      break;
+    case 6:
+      a->accessed_by.erase(location);
+      break;
+    default:
+      return err::InvalidValue;
   }
   return err::Success;
 }
@@ -480,7 +492,7 @@ CudaError Client::stream_attach(const Stream& s, void* p, size_t length, unsigne
   if (!a || a->base != reinterpret_cast<uint64_t>(p) || (length != 0 && length > a->pages.size()))
     return err::InvalidValue;
   if (flags == kAttachSingle && s.device != a->device) return err::InvalidValue;
-  a->attach = flags == kAttachHost ? Attach::Host
+  a->attach = flags == kAttachHost     ? Attach::Host
               : flags == kAttachSingle ? Attach::Single
                                        : Attach::Global;
   a->stream = s.id;

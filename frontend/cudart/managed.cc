@@ -48,7 +48,8 @@ cudaError_t batch(void** ptrs, size_t* sizes, size_t count, cudaMemLocation* loc
   if (!ptrs || !sizes || count == 0 || flags != 0) return ret(err::InvalidValue);
   if (stream == nullptr && !pt) return ret(err::InvalidValue);  // not the legacy stream
   if (prefetch_too) {
-    if (!locs || !idxs || nlocs == 0 || nlocs > count || idxs[0] != 0) return ret(err::InvalidValue);
+    if (!locs || !idxs || nlocs == 0 || nlocs > count || idxs[0] != 0)
+      return ret(err::InvalidValue);
     for (size_t j = 1; j < nlocs; ++j)
       if (idxs[j] <= idxs[j - 1] || idxs[j] >= count) return ret(err::InvalidValue);
   }
@@ -82,9 +83,9 @@ CudaError range_attribute(void* data, size_t size, cudaMemRangeAttribute attr,
     return err::Success;
   };
   auto type_of = [](int dev) {
-    return dev == -2 ? cudaMemLocationTypeInvalid
-                     : dev == client::Client::kCpuDevice ? cudaMemLocationTypeHost
-                                                         : cudaMemLocationTypeDevice;
+    return dev == -2                           ? cudaMemLocationTypeInvalid
+           : dev == client::Client::kCpuDevice ? cudaMemLocationTypeHost
+                                               : cudaMemLocationTypeDevice;
   };
   switch (attr) {
     case cudaMemRangeAttributeReadMostly:
@@ -133,9 +134,9 @@ RGPU_EXPORT cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t cou
 }
 
 cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
-                                      struct cudaMemLocation* prefetchLocs,
-                                      size_t* prefetchLocIdxs, size_t numPrefetchLocs,
-                                      unsigned long long flags, cudaStream_t stream) {
+                                      struct cudaMemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                      size_t numPrefetchLocs, unsigned long long flags,
+                                      cudaStream_t stream) {
   return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream,
                false, false, true);
 }
@@ -197,8 +198,8 @@ cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize,
 }
 
 cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
-                                      enum cudaMemRangeAttribute* attributes,
-                                      size_t numAttributes, const void* devPtr, size_t count) {
+                                      enum cudaMemRangeAttribute* attributes, size_t numAttributes,
+                                      const void* devPtr, size_t count) {
   if (!data || !dataSizes || !attributes || numAttributes == 0) return ret(err::InvalidValue);
   client::ManagedRange r;
   if (CudaError e = core().mem_range(devPtr, count, &r); e != err::Success) return ret(e);
