@@ -116,6 +116,12 @@ CudaError Client::device_info(int dev, const DeviceInfo** out) {
     std::memcpy(info->uuid, rep.uuid.data(), 16);
     info->total_mem = rep.total_mem;
     for (auto& a : rep.attrs) info->attrs[a.id] = a.value;
+    // Managed memory is emulated (client/managed.cc): host and device never touch it at once.
+    info->attrs[83] = 1;   // cudaDevAttrManagedMemory
+    info->attrs[88] = 0;   // cudaDevAttrPageableMemoryAccess
+    info->attrs[89] = 0;   // cudaDevAttrConcurrentManagedAccess
+    info->attrs[100] = 0;  // cudaDevAttrPageableMemoryAccessUsesHostPageTables
+    info->attrs[101] = 0;  // cudaDevAttrDirectManagedMemAccessFromHost
     v.info = std::move(info);
   }
   *out = v.info.get();
@@ -129,13 +135,18 @@ CudaError Client::driver_version(int dev, int* version) {
   return e;
 }
 
-CudaError Client::synchronize(int dev) { return forward<DeviceSynchronizeMsg>(dev, {}); }
+CudaError Client::synchronize(int dev) {
+  CudaError e = forward<DeviceSynchronizeMsg>(dev, {});
+  if (e == err::Success) managed_synchronized(dev);
+  return e;
+}
 
 CudaError Client::reset(int dev) {
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
   forget_pools(dev);
+  managed_forget_device(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
   return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
@@ -196,6 +207,7 @@ CudaError Client::free(void* ptr) {
     CudaError e = free_async(ptr, legacy);
     return e == err::Success ? synchronize(r->device) : e;
   }
+  managed_forget(r->base);
   map_.remove_device(r->base);
   CudaError e;
   ServerLink* l = link(r->device, &e);
@@ -324,8 +336,13 @@ CudaError Client::memcpy(void* dst, const void* src, size_t n, CopyKind kind) {
 CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                            size_t height, CopyKind kind) {
   CopyPlan plan;
+  managed_copy_kind(dst, src, &kind);
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
       e != err::Success || plan.empty)
+    return e;
+  if (CudaError e = managed_copy(dst, (height - 1) * dpitch + width, src,
+                                 (height - 1) * spitch + width);
+      e != err::Success)
     return e;
   kind = plan.kind;
   const bool d_ok = plan.d_ok, s_ok = plan.s_ok, d_dev = plan.d_dev, s_dev = plan.s_dev;
@@ -410,6 +427,7 @@ CudaError Client::memset(void* ptr, int value, size_t n) {
   if (n == 0) return err::Success;
   int dev = -1;
   if (!map_.device_range_ok(u64(ptr), n, &dev)) return err::InvalidValue;
+  if (CudaError m = managed_before_access(u64(ptr), n, true); m != err::Success) return m;
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
@@ -502,7 +520,8 @@ CudaError Client::host_unregister(void* ptr) {
 }
 
 PointerInfo Client::pointer_info(const void* p) const {
-  if (auto d = map_.find_device(u64(p))) return {MemoryType::Device, d->device, d->base};
+  if (auto d = map_.find_device(u64(p)))
+    return {is_managed(d->base) ? MemoryType::Managed : MemoryType::Device, d->device, d->base};
   if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base, h->mapped};
   return {};
 }

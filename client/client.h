@@ -20,6 +20,7 @@
 #include "client/context.h"
 #include "client/errors.h"
 #include "client/graphs.h"
+#include "client/managed_pages.h"
 #include "client/modules.h"
 #include "client/server_link.h"
 #include "common/cuda_errors.h"
@@ -72,7 +73,20 @@ struct StreamRef {
   static StreamRef of(Stream* s) { return {Kind::Object, s}; }
 };
 
-enum class MemoryType { Unregistered = 0, Host = 1, Device = 2 };
+enum class MemoryType { Unregistered = 0, Host = 1, Device = 2, Managed = 3 };
+// Managed memory counters (RGPU_STATS=1 prints them at exit).
+struct ManagedStats {
+  uint64_t sent_bytes = 0, sent_runs = 0, fetched_bytes = 0, fetched_runs = 0, write_faults = 0;
+};
+// The advice and prefetch state of a managed range (cudaMemRangeGetAttribute); devices are
+// ordinals, -1 the CPU, -2 none.
+struct ManagedRange {
+  bool read_mostly = false;
+  int preferred = -2;
+  std::vector<int> accessed_by;
+  int last_prefetch = -2;
+};
+
 struct PointerInfo {
   MemoryType type = MemoryType::Unregistered;
   int device = -2;
@@ -296,6 +310,31 @@ class Client {
   CudaError ipc_open_mem_handle(const uint8_t* handle, int dev, void** ptr);
   CudaError ipc_close_mem_handle(void* ptr);
 
+  // ---- managed (client/managed.cc): managed memory emulated over the address windows
+  static constexpr unsigned kAttachGlobal = 1, kAttachHost = 2, kAttachSingle = 4;
+  static constexpr int kCpuDevice = -1;
+  CudaError malloc_managed(int dev, size_t size, unsigned flags, void** ptr);
+  bool is_managed(uint64_t p) const;
+  // `location`: a device ordinal or kCpuDevice.
+  CudaError mem_prefetch(const void* p, size_t n, int location);
+  CudaError mem_discard(const void* p, size_t n);
+  // advice: cudaMemoryAdvise numbers (1-6).
+  CudaError mem_advise(const void* p, size_t n, int advice, int location);
+  CudaError mem_range(const void* p, size_t n, ManagedRange* out);
+  CudaError stream_attach(const Stream& s, void* p, size_t length, unsigned flags);
+  ManagedStats managed_stats() const;
+  // Hooks: device work on `dev`'s `stream` (a launch) or on [p, p + n) (a copy or memset) is
+  // about to be sent: the host's changes go first, then the range becomes the device's.
+  CudaError managed_before_work(int dev, uint64_t stream);
+  CudaError managed_before_access(uint64_t p, uint64_t n, bool write);
+  // A copy with a managed operand is a copy of device memory, whatever kind the caller named.
+  void managed_copy_kind(const void* dst, const void* src, CopyKind* kind) const;
+  CudaError managed_copy(const void* dst, size_t dst_bytes, const void* src, size_t src_bytes);
+  void managed_synchronized(int dev);
+  // The SIGSEGV handler's question: an access at `addr` faulted; true when it was a managed
+  // granule and the access can now be retried.
+  bool managed_fault(uint64_t addr);
+
  private:
   CudaError graph_link(int dev, ServerLink** l);
   CudaError graph_place(const NodeTarget& t, uint16_t type, std::vector<uint8_t> body,
@@ -374,6 +413,13 @@ class Client {
   std::map<int, MemPool*> current_pool_;                 // per device, when set
   std::map<MemPool*, std::set<int>> pool_access_;        // devices given access (beyond its own)
   std::set<uint64_t> pool_ptrs_;                         // live stream-ordered allocations
+  // ---- managed (client/managed.cc)
+  bool managed_forget(uint64_t base);  // false when `base` is no managed allocation
+  void managed_forget_device(int dev);
+  CudaError managed_push(int dev, uint64_t base, const std::vector<PageRun>& send,
+                         const std::vector<PageRun>& protect_none);
+  // Fetches the device's granules of [addr, addr + n) (all of them, or only the run at addr).
+  CudaError managed_fetch(uint64_t addr, uint64_t n, bool all);
   // ---- ipc (client/ipc.cc)
   std::mutex ipc_mu_;
   std::set<uint64_t> ipc_imports_;  // bases of memory opened with cudaIpcOpenMemHandle

@@ -305,6 +305,7 @@ CudaError Client::graph_exec_destroy(GraphExec* x) {
 CudaError Client::graph_launch(GraphExec* x, const Stream& s) {
   if (!x) return err::InvalidValue;
   if (s.device != x->device) return err::InvalidValue;
+  if (CudaError e = managed_before_work(s.device, s.id); e != err::Success) return e;
   return x->link->call<GraphLaunchMsg>(GraphLaunchReq{x->gpu, x->id, s.id});
 }
 

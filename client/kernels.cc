@@ -136,7 +136,7 @@ CudaError Client::prepare_launch(const Function* f, Dim3 grid, Dim3 block, void*
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
   }
-  return err::Success;
+  return managed_before_work(dev, stream.id);  // the kernel may touch managed memory
 }
 
 CudaError Client::func_attributes(const Function* f, std::vector<int32_t>& values) {

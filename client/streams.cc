@@ -235,8 +235,13 @@ CudaError Client::event_elapsed(float* ms, Event* start, Event* end) {
 CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch,
                                  size_t width, size_t height, CopyKind kind, const Stream& s) {
   CopyPlan plan;
+  managed_copy_kind(dst, src, &kind);
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
       e != err::Success || plan.empty)
+    return e;
+  if (CudaError e = managed_copy(dst, (height - 1) * dpitch + width, src,
+                                 (height - 1) * spitch + width);
+      e != err::Success)
     return e;
   kind = plan.kind;
   const bool d_ok = plan.d_ok, s_ok = plan.s_ok, d_dev = plan.d_dev, s_dev = plan.s_dev;
@@ -293,6 +298,7 @@ CudaError Client::memset_async(void* ptr, int value, size_t n, const Stream& s) 
   if (n == 0) return err::Success;
   int dev = -1;
   if (!map_.device_range_ok(u64(ptr), n, &dev) || dev != s.device) return err::InvalidValue;
+  if (CudaError m = managed_before_access(u64(ptr), n, true); m != err::Success) return m;
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;

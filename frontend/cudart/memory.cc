@@ -80,6 +80,11 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
       attributes->hostPointer = const_cast<void*>(ptr);
       if (pi.mapped) attributes->devicePointer = const_cast<void*>(ptr);
       break;
+    case client::MemoryType::Managed:  // one address on host and device (client/managed.cc)
+      attributes->type = cudaMemoryTypeManaged;
+      attributes->devicePointer = const_cast<void*>(ptr);
+      attributes->hostPointer = const_cast<void*>(ptr);
+      break;
     case client::MemoryType::Unregistered:
       attributes->type = cudaMemoryTypeUnregistered;
       break;

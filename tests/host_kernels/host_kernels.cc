@@ -266,6 +266,25 @@ void pools_sum(const rgpu_host_launch*, void** p) {
   *out = s;
 }
 
+// tests/cuda/managed.cu
+void managed_scale(const rgpu_host_launch* l, void** p) {
+  auto a = arg<int*>(p, 0);
+  int n = arg<int>(p, 1), k = arg<int>(p, 2);
+  each_thread(l, [&](long i, long) {
+    if (i < n) a[i] = a[i] * k + 1;
+  });
+}
+
+void managed_gather(const rgpu_host_launch*, void** p) {
+  auto in = arg<const int*>(p, 0);
+  auto stride = arg<long long>(p, 1);
+  int count = arg<int>(p, 2);
+  auto out = arg<long long*>(p, 3);
+  long long s = 0;
+  for (int i = 0; i < count; ++i) s += in[i * stride];
+  *out = s;
+}
+
 const rgpu_host_kernel kKernels[] = {
     {"coop_sum", coop_sum},
     {"chain_step", chain_step},
@@ -295,6 +314,8 @@ const rgpu_host_kernel kKernels[] = {
     {"devmem_assert", devmem_assert},
     {"pools_fill", pools_fill},
     {"pools_sum", pools_sum},
+    {"managed_scale", managed_scale},
+    {"managed_gather", managed_gather},
 };
 
 }  // namespace

@@ -1,0 +1,222 @@
+// Managed memory (cudaMallocManaged, prefetch, advice, range attributes, stream attachment),
+// emulated by the client core (client/managed.cc; docs/architecture.md, "Managed memory").
+#include <cstring>
+
+#include "frontend/cudart/api.h"
+
+using namespace rgpu;
+using rgpu::cudart::core;
+using rgpu::cudart::ret;
+using rgpu::cudart::stream_arg;
+
+#define RGPU_EXPORT __attribute__((visibility("default")))
+
+namespace {
+
+// A location as the core names it: a device ordinal, or -1 for the host (any NUMA node).
+CudaError location_of(const cudaMemLocation& loc, int* out) {
+  switch (loc.type) {
+    case cudaMemLocationTypeDevice:
+      *out = loc.id;
+      return err::Success;
+    case cudaMemLocationTypeHost:
+    case cudaMemLocationTypeHostNuma:
+    case cudaMemLocationTypeHostNumaCurrent:
+      *out = client::Client::kCpuDevice;
+      return err::Success;
+    default:
+      return err::InvalidValue;
+  }
+}
+
+cudaError_t prefetch(const void* p, size_t n, cudaMemLocation loc, unsigned flags,
+                     cudaStream_t stream, bool pt) {
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  int where = 0;
+  if (CudaError e = location_of(loc, &where); e != err::Success || flags != 0)
+    return ret(err::InvalidValue);
+  return ret(core().mem_prefetch(p, n, where));
+}
+
+// The batch forms: operation i goes to prefetchLocs[j] for the last j with idxs[j] <= i.
+cudaError_t batch(void** ptrs, size_t* sizes, size_t count, cudaMemLocation* locs, size_t* idxs,
+                  size_t nlocs, unsigned long long flags, cudaStream_t stream, bool pt,
+                  bool discard, bool prefetch_too) {
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  if (!ptrs || !sizes || count == 0 || flags != 0) return ret(err::InvalidValue);
+  if (stream == nullptr && !pt) return ret(err::InvalidValue);  // not the legacy stream
+  if (prefetch_too) {
+    if (!locs || !idxs || nlocs == 0 || nlocs > count || idxs[0] != 0)
+      return ret(err::InvalidValue);
+    for (size_t j = 1; j < nlocs; ++j)
+      if (idxs[j] <= idxs[j - 1] || idxs[j] >= count) return ret(err::InvalidValue);
+  }
+  size_t j = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (discard)
+      if (CudaError e = core().mem_discard(ptrs[i], sizes[i]); e != err::Success) return ret(e);
+    if (!prefetch_too) continue;
+    while (j + 1 < nlocs && idxs[j + 1] <= i) ++j;
+    int where = 0;
+    if (CudaError e = location_of(locs[j], &where); e != err::Success) return ret(e);
+    if (CudaError e = core().mem_prefetch(ptrs[i], sizes[i], where); e != err::Success)
+      return ret(e);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t attach(cudaStream_t stream, void* p, size_t length, unsigned flags, bool pt) {
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  return ret(core().stream_attach(s, p, length, flags));
+}
+
+// One attribute into `data` (dataSize bytes), as cudaMemRangeGetAttribute writes it.
+CudaError range_attribute(void* data, size_t size, cudaMemRangeAttribute attr,
+                          const client::ManagedRange& r) {
+  if (!data) return err::InvalidValue;
+  auto one = [&](int v) {
+    if (size != sizeof(int)) return err::InvalidValue;
+    std::memcpy(data, &v, sizeof v);
+    return err::Success;
+  };
+  auto type_of = [](int dev) {
+    return dev == -2                           ? cudaMemLocationTypeInvalid
+           : dev == client::Client::kCpuDevice ? cudaMemLocationTypeHost
+                                               : cudaMemLocationTypeDevice;
+  };
+  switch (attr) {
+    case cudaMemRangeAttributeReadMostly:
+      return one(r.read_mostly ? 1 : 0);
+    case cudaMemRangeAttributePreferredLocation:
+      return one(r.preferred);
+    case cudaMemRangeAttributeLastPrefetchLocation:
+      return one(r.last_prefetch);
+    case cudaMemRangeAttributePreferredLocationType:
+      return one(type_of(r.preferred));
+    case cudaMemRangeAttributePreferredLocationId:
+      return one(r.preferred < 0 ? 0 : r.preferred);
+    case cudaMemRangeAttributeLastPrefetchLocationType:
+      return one(type_of(r.last_prefetch));
+    case cudaMemRangeAttributeLastPrefetchLocationId:
+      return one(r.last_prefetch < 0 ? 0 : r.last_prefetch);
+    case cudaMemRangeAttributeAccessedBy: {
+      if (size == 0 || size % sizeof(int) != 0) return err::InvalidValue;
+      int* out = static_cast<int*>(data);
+      const size_t n = size / sizeof(int);
+      for (size_t i = 0; i < n; ++i)
+        out[i] = i < r.accessed_by.size() ? r.accessed_by[i] : -2;  // cudaInvalidDeviceId
+      return err::Success;
+    }
+  }
+  return err::InvalidValue;
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
+  return ret(core().malloc_managed(core().current_device(), size, flags, devPtr));
+}
+
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMemLocation location,
+                                 unsigned int flags, cudaStream_t stream) {
+  return prefetch(devPtr, count, location, flags, stream, false);
+}
+
+RGPU_EXPORT cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count,
+                                                  struct cudaMemLocation location,
+                                                  unsigned int flags, cudaStream_t stream) {
+  return prefetch(devPtr, count, location, flags, stream, true);
+}
+
+cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                      struct cudaMemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                      size_t numPrefetchLocs, unsigned long long flags,
+                                      cudaStream_t stream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream,
+               false, false, true);
+}
+
+RGPU_EXPORT cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                                       struct cudaMemLocation* prefetchLocs,
+                                                       size_t* prefetchLocIdxs,
+                                                       size_t numPrefetchLocs,
+                                                       unsigned long long flags,
+                                                       cudaStream_t stream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream,
+               true, false, true);
+}
+
+cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                     unsigned long long flags, cudaStream_t stream) {
+  return batch(dptrs, sizes, count, nullptr, nullptr, 0, flags, stream, false, true, false);
+}
+
+RGPU_EXPORT cudaError_t cudaMemDiscardBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                                      unsigned long long flags,
+                                                      cudaStream_t stream) {
+  return batch(dptrs, sizes, count, nullptr, nullptr, 0, flags, stream, true, true, false);
+}
+
+cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                                struct cudaMemLocation* prefetchLocs,
+                                                size_t* prefetchLocIdxs, size_t numPrefetchLocs,
+                                                unsigned long long flags, cudaStream_t stream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream,
+               false, true, true);
+}
+
+RGPU_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(
+    void** dptrs, size_t* sizes, size_t count, struct cudaMemLocation* prefetchLocs,
+    size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+    cudaStream_t stream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream,
+               true, true, true);
+}
+
+cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
+                          struct cudaMemLocation location) {
+  int where = 0;
+  const bool needs = advice == cudaMemAdviseSetPreferredLocation ||
+                     advice == cudaMemAdviseSetAccessedBy || advice == cudaMemAdviseUnsetAccessedBy;
+  if (needs) {
+    if (CudaError e = location_of(location, &where); e != err::Success) return ret(e);
+  }
+  return ret(core().mem_advise(devPtr, count, static_cast<int>(advice), where));
+}
+
+cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize,
+                                     enum cudaMemRangeAttribute attribute, const void* devPtr,
+                                     size_t count) {
+  client::ManagedRange r;
+  if (CudaError e = core().mem_range(devPtr, count, &r); e != err::Success) return ret(e);
+  return ret(range_attribute(data, dataSize, attribute, r));
+}
+
+cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
+                                      enum cudaMemRangeAttribute* attributes, size_t numAttributes,
+                                      const void* devPtr, size_t count) {
+  if (!data || !dataSizes || !attributes || numAttributes == 0) return ret(err::InvalidValue);
+  client::ManagedRange r;
+  if (CudaError e = core().mem_range(devPtr, count, &r); e != err::Success) return ret(e);
+  for (size_t i = 0; i < numAttributes; ++i)
+    if (CudaError e = range_attribute(data[i], dataSizes[i], attributes[i], r); e != err::Success)
+      return ret(e);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length,
+                                     unsigned int flags) {
+  return attach(stream, devPtr, length, flags, false);
+}
+
+RGPU_EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr,
+                                                      size_t length, unsigned int flags) {
+  return attach(stream, devPtr, length, flags, true);
+}
+
+}  // extern "C"
