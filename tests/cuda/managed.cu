@@ -130,6 +130,7 @@ int basic() {
   EXPECT_ERR(cudaMemRangeGetAttribute(&mostly, sizeof mostly, cudaMemRangeAttributeReadMostly,
                                       &on_stack, sizeof on_stack),
              cudaErrorInvalidValue);
+  cudaGetLastError();  // the error above is also the last error, as natively
 
   // Host-attached memory, then attached to one stream.
   int* h = nullptr;
@@ -143,6 +144,7 @@ int basic() {
   EXPECT_OK(cudaStreamAttachMemAsync(s, h, 0, cudaMemAttachGlobal));
   EXPECT_OK(cudaStreamSynchronize(s));
   EXPECT_ERR(cudaMallocManaged(&h, 16, 0x8), cudaErrorInvalidValue);
+  cudaGetLastError();
 
   EXPECT_OK(cudaStreamDestroy(s));
   EXPECT_OK(cudaFree(h));
