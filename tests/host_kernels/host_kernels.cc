@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backend/host/host_kernel_api.h"
+#include "tests/host_kernels/texture_kernels.h"
 
 namespace {
 
@@ -295,6 +296,10 @@ const rgpu_host_kernel kKernels[] = {
     {"devmem_assert", devmem_assert},
     {"pools_fill", pools_fill},
     {"pools_sum", pools_sum},
+    {"arrays_tex_fetch", arrays_tex_fetch},
+    {"arrays_tex_lod", arrays_tex_lod},
+    {"arrays_tex_layered", arrays_tex_layered},
+    {"arrays_surf_write", arrays_surf_write},
 };
 
 }  // namespace
