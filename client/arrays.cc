@@ -39,8 +39,8 @@ CudaError Client::array_create(int dev, const ArrayDesc& d, uint64_t* id) {
     std::lock_guard<std::mutex> lock(arrays_mu_);
     arrays_[n] = ArrayRecord{dev, d, 0, {}};
   }
-  e = l->call<ArrayCreateMsg>(ArrayCreateReq{devices_[dev].spec.gpu, n, d.width, d.height,
-                                             d.depth, d.format, d.channels, d.flags, d.levels});
+  e = l->call<ArrayCreateMsg>(ArrayCreateReq{devices_[dev].spec.gpu, n, d.width, d.height, d.depth,
+                                             d.format, d.channels, d.flags, d.levels});
   if (e != err::Success) {
     std::lock_guard<std::mutex> lock(arrays_mu_);
     arrays_.erase(n);
@@ -177,8 +177,8 @@ CudaError Client::array_copy(const ArraySide& dst, const ArraySide& src, size_t 
   uint64_t stream = s ? s->id : 0;
   auto request = [&](const ArraySide& d, const ArraySide& sr, size_t w, size_t h, size_t z) {
     return l->call<ArrayCopyMsg>(ArrayCopyReq{
-        devices_[dev].spec.gpu, stream, sr.array, u64(sr.ptr), sr.pitch, sr.slice_rows, sr.x,
-        sr.y, sr.z, d.array, u64(d.ptr), d.pitch, d.slice_rows, d.x, d.y, d.z, w, h, z});
+        devices_[dev].spec.gpu, stream, sr.array, u64(sr.ptr), sr.pitch, sr.slice_rows, sr.x, sr.y,
+        sr.z, d.array, u64(d.ptr), d.pitch, d.slice_rows, d.x, d.y, d.z, w, h, z});
   };
   if (where[0].device && where[1].device) {
     e = request(dst, src, width, height, depth);

@@ -46,10 +46,8 @@ using ArrayDestroyRep = Empty;
 struct ArrayCopyReq {
   uint32_t device = 0;
   uint64_t stream = 0;
-  uint64_t src_array = 0, src_ptr = 0, src_pitch = 0, src_rows = 0, src_x = 0, src_y = 0,
-           src_z = 0;
-  uint64_t dst_array = 0, dst_ptr = 0, dst_pitch = 0, dst_rows = 0, dst_x = 0, dst_y = 0,
-           dst_z = 0;
+  uint64_t src_array = 0, src_ptr = 0, src_pitch = 0, src_rows = 0, src_x = 0, src_y = 0, src_z = 0;
+  uint64_t dst_array = 0, dst_ptr = 0, dst_pitch = 0, dst_rows = 0, dst_x = 0, dst_y = 0, dst_z = 0;
   uint64_t width = 0, height = 0, depth = 0;  // bytes, rows, slices
   RGPU_FIELDS(device, stream, src_array, src_ptr, src_pitch, src_rows, src_x, src_y, src_z,
               dst_array, dst_ptr, dst_pitch, dst_rows, dst_x, dst_y, dst_z, width, height, depth)
@@ -92,9 +90,9 @@ struct TexCreateReq {
   uint32_t first_level = 0, last_level = 0, first_layer = 0, last_layer = 0;
   RGPU_FIELDS(device, surface, res_type, array, ptr, format, channels, width, height, pitch,
               address_mode0, address_mode1, address_mode2, filter_mode, flags, max_anisotropy,
-              mipmap_filter_mode, mipmap_bias, min_lod, max_lod, border0, border1, border2,
-              border3, view, view_format, view_width, view_height, view_depth, first_level,
-              last_level, first_layer, last_layer)
+              mipmap_filter_mode, mipmap_bias, min_lod, max_lod, border0, border1, border2, border3,
+              view, view_format, view_width, view_height, view_depth, first_level, last_level,
+              first_layer, last_layer)
 };
 struct TexCreateRep {
   uint64_t object = 0;  // the server's CUtexObject / CUsurfObject

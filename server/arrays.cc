@@ -26,16 +26,16 @@ Status Session::array_of(uint32_t dev, uint64_t id, bool mipmapped, uint64_t& ha
     return Status::fail(kInvalidResourceHandle,
                         std::string("no such ") + (mipmapped ? "mipmapped array" : "array"));
   if (it->second.device != dev)
-    return Status::fail(kInvalidResourceHandle,
-                        "the array belongs to GPU " + std::to_string(it->second.device) +
-                            ", not GPU " + std::to_string(dev));
+    return Status::fail(kInvalidResourceHandle, "the array belongs to GPU " +
+                                                    std::to_string(it->second.device) +
+                                                    ", not GPU " + std::to_string(dev));
   handle = it->second.handle;
   return Status::success();
 }
 
-Status Session::copy_side(uint32_t dev, uint64_t array, uint64_t ptr, uint64_t pitch,
-                          uint64_t rows, uint64_t x, uint64_t y, uint64_t z, uint64_t width,
-                          uint64_t height, uint64_t depth, backend::Executor::CopySide& out) const {
+Status Session::copy_side(uint32_t dev, uint64_t array, uint64_t ptr, uint64_t pitch, uint64_t rows,
+                          uint64_t x, uint64_t y, uint64_t z, uint64_t width, uint64_t height,
+                          uint64_t depth, backend::Executor::CopySide& out) const {
   out = {};
   out.x = x, out.y = y, out.z = z;
   if (array) return array_of(dev, array, false, out.array);  // the backend checks the box
@@ -43,8 +43,8 @@ Status Session::copy_side(uint32_t dev, uint64_t array, uint64_t ptr, uint64_t p
   if (depth > 1 && rows < height) return invalid("slice height below the copy's height");
   uint64_t first = 0, last = 0, slice = 0;
   if (__builtin_mul_overflow(pitch, rows, &slice) || __builtin_mul_overflow(slice, z, &first) ||
-      __builtin_add_overflow(first, y * pitch + x, &first) || __builtin_add_overflow(ptr, first, &first) ||
-      __builtin_mul_overflow(slice, depth - 1, &last))
+      __builtin_add_overflow(first, y * pitch + x, &first) ||
+      __builtin_add_overflow(ptr, first, &first) || __builtin_mul_overflow(slice, depth - 1, &last))
     return invalid("copy box overflows");
   if (Status s = check_range(dev, first + last, pitch, width, height); !s.ok()) return s;
   if (Status s = check_range(dev, first, pitch, width, height); !s.ok()) return s;
@@ -157,9 +157,9 @@ Status Session::on(TexDestroyMsg, const TexDestroyReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   auto it = tex_objects_.find({q.device, q.object});
   if (it == tex_objects_.end() || it->second != (q.surface != 0))
-    return Status::fail(kInvalidResourceHandle, std::string("no such ") +
-                                                    (q.surface ? "surface" : "texture") +
-                                                    " object on this GPU");
+    return Status::fail(
+        kInvalidResourceHandle,
+        std::string("no such ") + (q.surface ? "surface" : "texture") + " object on this GPU");
   tex_objects_.erase(it);
   return exec_.texture_destroy(static_cast<int>(q.device), q.surface != 0, q.object);
 }

@@ -38,7 +38,8 @@ Status cuda_array_create(const CudaDriver& drv, const Executor::ArraySpec& spec,
   CUDA_ARRAY3D_DESCRIPTOR d = descriptor(spec);
   if (spec.levels) {
     CUmipmappedArray m = nullptr;
-    Status s = check(drv, drv.cuMipmappedArrayCreate(&m, &d, spec.levels), "cuMipmappedArrayCreate");
+    Status s =
+        check(drv, drv.cuMipmappedArrayCreate(&m, &d, spec.levels), "cuMipmappedArrayCreate");
     array = reinterpret_cast<uint64_t>(m);
     return s;
   }
@@ -51,10 +52,9 @@ Status cuda_array_create(const CudaDriver& drv, const Executor::ArraySpec& spec,
 Status cuda_array_level(const CudaDriver& drv, uint64_t mipmapped, uint32_t level,
                         uint64_t& array) {
   CUarray a = nullptr;
-  Status s = check(drv,
-                   drv.cuMipmappedArrayGetLevel(&a, reinterpret_cast<CUmipmappedArray>(mipmapped),
-                                                level),
-                   "cuMipmappedArrayGetLevel");
+  Status s = check(
+      drv, drv.cuMipmappedArrayGetLevel(&a, reinterpret_cast<CUmipmappedArray>(mipmapped), level),
+      "cuMipmappedArrayGetLevel");
   array = reinterpret_cast<uint64_t>(a);
   return s;
 }
@@ -68,10 +68,10 @@ Status cuda_array_destroy(const CudaDriver& drv, uint64_t array, bool mipmapped)
 
 Status cuda_array_copy(const CudaDriver& drv, const Executor::ArrayCopy& c, CUstream stream) {
   CUDA_MEMCPY3D p{};
-  side(c.src, p.srcMemoryType, p.srcXInBytes, p.srcY, p.srcZ, p.srcDevice, p.srcArray,
-       p.srcPitch, p.srcHeight);
-  side(c.dst, p.dstMemoryType, p.dstXInBytes, p.dstY, p.dstZ, p.dstDevice, p.dstArray,
-       p.dstPitch, p.dstHeight);
+  side(c.src, p.srcMemoryType, p.srcXInBytes, p.srcY, p.srcZ, p.srcDevice, p.srcArray, p.srcPitch,
+       p.srcHeight);
+  side(c.dst, p.dstMemoryType, p.dstXInBytes, p.dstY, p.dstZ, p.dstDevice, p.dstArray, p.dstPitch,
+       p.dstHeight);
   p.WidthInBytes = c.width, p.Height = c.height, p.Depth = c.depth;
   return check(drv, drv.cuMemcpy3DAsync_v2(&p, stream), "cuMemcpy3DAsync");
 }
@@ -80,28 +80,29 @@ Status cuda_array_query(const CudaDriver& drv, CUdevice dev, uint64_t array, boo
                         uint32_t op, std::vector<uint64_t>& values) {
   if (op == 1) {
     CUDA_ARRAY_MEMORY_REQUIREMENTS r{};
-    Status s = mipmapped ? check(drv,
-                                 drv.cuMipmappedArrayGetMemoryRequirements(
-                                     &r, reinterpret_cast<CUmipmappedArray>(array), dev),
-                                 "cuMipmappedArrayGetMemoryRequirements")
-                         : check(drv,
-                                 drv.cuArrayGetMemoryRequirements(
-                                     &r, reinterpret_cast<CUarray>(array), dev),
-                                 "cuArrayGetMemoryRequirements");
+    Status s =
+        mipmapped
+            ? check(drv,
+                    drv.cuMipmappedArrayGetMemoryRequirements(
+                        &r, reinterpret_cast<CUmipmappedArray>(array), dev),
+                    "cuMipmappedArrayGetMemoryRequirements")
+            : check(drv,
+                    drv.cuArrayGetMemoryRequirements(&r, reinterpret_cast<CUarray>(array), dev),
+                    "cuArrayGetMemoryRequirements");
     values = {r.size, r.alignment};
     return s;
   }
   if (op == 2) {
     CUDA_ARRAY_SPARSE_PROPERTIES p{};
-    Status s = mipmapped ? check(drv,
-                                 drv.cuMipmappedArrayGetSparseProperties(
-                                     &p, reinterpret_cast<CUmipmappedArray>(array)),
-                                 "cuMipmappedArrayGetSparseProperties")
-                         : check(drv,
-                                 drv.cuArrayGetSparseProperties(&p, reinterpret_cast<CUarray>(array)),
-                                 "cuArrayGetSparseProperties");
-    values = {p.tileExtent.width, p.tileExtent.height, p.tileExtent.depth,
-              p.miptailFirstLevel, p.miptailSize, p.flags};
+    Status s =
+        mipmapped ? check(drv,
+                          drv.cuMipmappedArrayGetSparseProperties(
+                              &p, reinterpret_cast<CUmipmappedArray>(array)),
+                          "cuMipmappedArrayGetSparseProperties")
+                  : check(drv, drv.cuArrayGetSparseProperties(&p, reinterpret_cast<CUarray>(array)),
+                          "cuArrayGetSparseProperties");
+    values = {p.tileExtent.width,  p.tileExtent.height, p.tileExtent.depth,
+              p.miptailFirstLevel, p.miptailSize,       p.flags};
     return s;
   }
   return Status::fail(err::InvalidValue, "unknown array query " + std::to_string(op));
@@ -159,8 +160,8 @@ Status cuda_texture_create(const CudaDriver& drv, bool surface, const Executor::
     v.firstLayer = t.first_layer, v.lastLayer = t.last_layer;
   }
   CUtexObject o = 0;
-  Status st = check(drv, drv.cuTexObjectCreate(&o, &r, &d, t.view ? &v : nullptr),
-                    "cuTexObjectCreate");
+  Status st =
+      check(drv, drv.cuTexObjectCreate(&o, &r, &d, t.view ? &v : nullptr), "cuTexObjectCreate");
   object = o;
   return st;
 }

@@ -13,8 +13,7 @@
 namespace rgpu::backend {
 
 Status cuda_array_create(const CudaDriver& drv, const Executor::ArraySpec& spec, uint64_t& array);
-Status cuda_array_level(const CudaDriver& drv, uint64_t mipmapped, uint32_t level,
-                        uint64_t& array);
+Status cuda_array_level(const CudaDriver& drv, uint64_t mipmapped, uint32_t level, uint64_t& array);
 Status cuda_array_destroy(const CudaDriver& drv, uint64_t array, bool mipmapped);
 Status cuda_array_copy(const CudaDriver& drv, const Executor::ArrayCopy& c, CUstream stream);
 Status cuda_array_query(const CudaDriver& drv, CUdevice dev, uint64_t array, bool mipmapped,

@@ -21,10 +21,19 @@ Status no_handle(const char* what) {
 uint32_t HostArrays::element_bytes(uint32_t format, uint32_t channels) {
   if (channels != 1 && channels != 2 && channels != 4) return 0;
   switch (format) {
-    case 0x01: case 0x08: return channels;       // (UN)SIGNED_INT8
-    case 0x02: case 0x09: case 0x10: return 2 * channels;  // (UN)SIGNED_INT16, HALF
-    case 0x03: case 0x0a: case 0x20: return 4 * channels;  // (UN)SIGNED_INT32, FLOAT
-    default: return 0;
+    case 0x01:
+    case 0x08:
+      return channels;  // (UN)SIGNED_INT8
+    case 0x02:
+    case 0x09:
+    case 0x10:
+      return 2 * channels;  // (UN)SIGNED_INT16, HALF
+    case 0x03:
+    case 0x0a:
+    case 0x20:
+      return 4 * channels;  // (UN)SIGNED_INT32, FLOAT
+    default:
+      return 0;
   }
 }
 
@@ -129,9 +138,10 @@ Status HostArrays::plan_copy(const Executor::ArrayCopy& c, std::function<void()>
       const Executor::CopySide& s = *in[i];
       const char* which = i ? "destination" : "source";
       if (!s.array) {
-        sides[i] = {nullptr, reinterpret_cast<uint8_t*>(s.ptr + s.x + s.y * s.pitch +
-                                                        s.z * s.pitch * s.slice_rows),
-                    s.pitch, s.pitch * s.slice_rows};
+        sides[i] = {
+            nullptr,
+            reinterpret_cast<uint8_t*>(s.ptr + s.x + s.y * s.pitch + s.z * s.pitch * s.slice_rows),
+            s.pitch, s.pitch * s.slice_rows};
         continue;
       }
       auto a = find(s.array, false);

@@ -47,15 +47,32 @@ cudaChannelFormatDesc runtime_format(uint32_t format, uint32_t channels) {
   int bits = 0;
   cudaChannelFormatKind kind = cudaChannelFormatKindNone;
   switch (format) {
-    case 0x01: bits = 8, kind = cudaChannelFormatKindUnsigned; break;
-    case 0x02: bits = 16, kind = cudaChannelFormatKindUnsigned; break;
-    case 0x03: bits = 32, kind = cudaChannelFormatKindUnsigned; break;
-    case 0x08: bits = 8, kind = cudaChannelFormatKindSigned; break;
-    case 0x09: bits = 16, kind = cudaChannelFormatKindSigned; break;
-    case 0x0a: bits = 32, kind = cudaChannelFormatKindSigned; break;
-    case 0x10: bits = 16, kind = cudaChannelFormatKindFloat; break;
-    case 0x20: bits = 32, kind = cudaChannelFormatKindFloat; break;
-    default: break;
+    case 0x01:
+      bits = 8, kind = cudaChannelFormatKindUnsigned;
+      break;
+    case 0x02:
+      bits = 16, kind = cudaChannelFormatKindUnsigned;
+      break;
+    case 0x03:
+      bits = 32, kind = cudaChannelFormatKindUnsigned;
+      break;
+    case 0x08:
+      bits = 8, kind = cudaChannelFormatKindSigned;
+      break;
+    case 0x09:
+      bits = 16, kind = cudaChannelFormatKindSigned;
+      break;
+    case 0x0a:
+      bits = 32, kind = cudaChannelFormatKindSigned;
+      break;
+    case 0x10:
+      bits = 16, kind = cudaChannelFormatKindFloat;
+      break;
+    case 0x20:
+      bits = 32, kind = cudaChannelFormatKindFloat;
+      break;
+    default:
+      break;
   }
   cudaChannelFormatDesc d{0, 0, 0, 0, kind};
   int* c[4] = {&d.x, &d.y, &d.z, &d.w};
@@ -64,9 +81,9 @@ cudaChannelFormatDesc runtime_format(uint32_t format, uint32_t channels) {
 }
 
 uint32_t element_bytes(uint32_t format, uint32_t channels) {
-  uint32_t b = (format & 0x0f) == 1 || format == 0x08 ? 1
+  uint32_t b = (format & 0x0f) == 1 || format == 0x08               ? 1
                : format == 0x02 || format == 0x09 || format == 0x10 ? 2
-                                                                      : 4;
+                                                                    : 4;
   return b * channels;
 }
 
@@ -86,9 +103,10 @@ CudaError describe(const cudaChannelFormatDesc* desc, cudaExtent e, unsigned fla
                    client::Client::ArrayDesc* d) {
   if (!desc) return err::InvalidValue;
   if (!cudart::driver_format(*desc, &d->format, &d->channels)) {
-    LOG_ERROR("array: channel format (%d, %d, %d, %d, kind %d) is not one rgpu supports for arrays "
-              "(1, 2 or 4 equal channels of 8/16/32-bit integers, 16/32-bit floats)",
-              desc->x, desc->y, desc->z, desc->w, static_cast<int>(desc->f));
+    LOG_ERROR(
+        "array: channel format (%d, %d, %d, %d, kind %d) is not one rgpu supports for arrays "
+        "(1, 2 or 4 equal channels of 8/16/32-bit integers, 16/32-bit floats)",
+        desc->x, desc->y, desc->z, desc->w, static_cast<int>(desc->f));
     return static_cast<CudaError>(cudaErrorInvalidChannelDescriptor);
   }
   if (flags & ~kKnownFlags) return err::InvalidValue;
@@ -194,7 +212,8 @@ cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
 cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc* desc, cudaArray_const_t array) {
   client::Client::ArrayRecord r;
   if (!desc) return ret(err::InvalidValue);
-  if (!core().array_record(array_id(array), false, &r)) return ret(client::errc::InvalidResourceHandle);
+  if (!core().array_record(array_id(array), false, &r))
+    return ret(client::errc::InvalidResourceHandle);
   *desc = cudart::runtime_format(r.desc.format, r.desc.channels);
   return cudaSuccess;
 }
@@ -202,15 +221,15 @@ cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc* desc, cudaArray_con
 cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc* desc, struct cudaExtent* extent,
                              unsigned int* flags, cudaArray_t array) {
   client::Client::ArrayRecord r;
-  if (!core().array_record(array_id(array), false, &r)) return ret(client::errc::InvalidResourceHandle);
+  if (!core().array_record(array_id(array), false, &r))
+    return ret(client::errc::InvalidResourceHandle);
   if (desc) *desc = cudart::runtime_format(r.desc.format, r.desc.channels);
   if (extent) *extent = cudaExtent{r.desc.width, r.desc.height, r.desc.depth};
   if (flags) *flags = r.desc.flags;
   return cudaSuccess;
 }
 
-cudaError_t cudaArrayGetPlane(cudaArray_t* pPlaneArray, cudaArray_t hArray,
-                              unsigned int planeIdx) {
+cudaError_t cudaArrayGetPlane(cudaArray_t* pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
   (void)planeIdx;
   if (!pPlaneArray) return ret(err::InvalidValue);
   if (!core().array_record(array_id(hArray), false, nullptr))

@@ -13,7 +13,9 @@ namespace rgpu::cudart {
 constexpr uint64_t kArrayTag = 0xA7A0ull << 48, kMipmappedTag = 0xA7A1ull << 48;
 constexpr uint64_t kIdMask = (1ull << 48) - 1;
 
-inline cudaArray_t array_handle(uint64_t id) { return reinterpret_cast<cudaArray_t>(kArrayTag | id); }
+inline cudaArray_t array_handle(uint64_t id) {
+  return reinterpret_cast<cudaArray_t>(kArrayTag | id);
+}
 inline cudaMipmappedArray_t mipmapped_handle(uint64_t id) {
   return reinterpret_cast<cudaMipmappedArray_t>(kMipmappedTag | id);
 }

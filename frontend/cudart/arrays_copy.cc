@@ -21,7 +21,9 @@ using Side = client::Client::ArraySide;
 Side array_side(cudaArray_const_t a, size_t x, size_t y, size_t z = 0) {
   return Side{array_id(a), nullptr, 0, 0, x, y, z};
 }
-Side linear(const void* p, size_t pitch, size_t rows = 1) { return Side{0, p, pitch, rows, 0, 0, 0}; }
+Side linear(const void* p, size_t pitch, size_t rows = 1) {
+  return Side{0, p, pitch, rows, 0, 0, 0};
+}
 
 // Runs one copy (or several, `op`) synchronously (no stream: as cudaMemcpy; per-thread: on the
 // thread's stream, then waits) or on a stream.
@@ -90,7 +92,8 @@ cudaError_t linear_1d(cudaArray_const_t dst_a, size_t dx, size_t dy, void* dst_p
   size_t drow = 0, srow = 0;
   if ((dst_a && !row_bytes(dst_a, &drow)) || (src_a && !row_bytes(src_a, &srow)))
     return ret(client::errc::InvalidResourceHandle);
-  if ((dst_a && dx >= drow && count) || (src_a && sx >= srow && count)) return ret(err::InvalidValue);
+  if ((dst_a && dx >= drow && count) || (src_a && sx >= srow && count))
+    return ret(err::InvalidValue);
   return run(stream, async, per_thread, [&](const client::Stream* s) {
     size_t done = 0;
     while (done < count) {
@@ -99,9 +102,12 @@ cudaError_t linear_1d(cudaArray_const_t dst_a, size_t dx, size_t dy, void* dst_p
       if (src_a) n = std::min(n, srow - sx);
       // Whole rows at once where both sides are at a row's start with the same width.
       size_t rows = 1;
-      if (dst_a && src_a && dx == 0 && sx == 0 && drow == srow) rows = (count - done) / drow;
-      else if (dst_a && !src_a && dx == 0) rows = (count - done) / drow;
-      else if (src_a && !dst_a && sx == 0) rows = (count - done) / srow;
+      if (dst_a && src_a && dx == 0 && sx == 0 && drow == srow)
+        rows = (count - done) / drow;
+      else if (dst_a && !src_a && dx == 0)
+        rows = (count - done) / drow;
+      else if (src_a && !dst_a && sx == 0)
+        rows = (count - done) / srow;
       if (rows < 1) rows = 1;
       size_t pitch = rows > 1 ? n : 0;
       Side d = dst_a ? array_side(dst_a, dx, dy)
@@ -136,7 +142,8 @@ cudaError_t memcpy3d_array(const cudaMemcpy3DParms* p, cudaStream_t stream, bool
     return ret(err::InvalidValue);
   client::Client::ArrayRecord r;
   cudaArray_const_t any = p->srcArray ? p->srcArray : p->dstArray;
-  if (!core().array_record(array_id(any), false, &r)) return ret(client::errc::InvalidResourceHandle);
+  if (!core().array_record(array_id(any), false, &r))
+    return ret(client::errc::InvalidResourceHandle);
   size_t elem = r.desc.element;
   auto side = [&](cudaArray_const_t a, const cudaPitchedPtr& ptr, const cudaPos& pos) {
     if (a) return array_side(a, pos.x * elem, pos.y, pos.z);
@@ -149,7 +156,8 @@ cudaError_t memcpy3d_array(const cudaMemcpy3DParms* p, cudaStream_t stream, bool
   // Linear operands: a box, so a 2-D copy (depth 1) needs no slice height.
   if (!src.array && src.slice_rows == 0) src.slice_rows = p->extent.height;
   if (!dst.array && dst.slice_rows == 0) dst.slice_rows = p->extent.height;
-  size_t height = std::max<size_t>(p->extent.height, 1), depth = std::max<size_t>(p->extent.depth, 1);
+  size_t height = std::max<size_t>(p->extent.height, 1),
+         depth = std::max<size_t>(p->extent.depth, 1);
   if (p->extent.width == 0 || p->extent.height == 0 || p->extent.depth == 0) return cudaSuccess;
   return run(stream, async, per_thread, [&](const client::Stream* s) {
     return core().array_copy(dst, src, p->extent.width * elem, height, depth, kind_of(p->kind), s);
@@ -177,32 +185,31 @@ cudaError_t cudaMemcpy2DFromArray(void* dst, size_t dpitch, cudaArray_const_t sr
                        false);
 }
 cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch, cudaArray_const_t src,
-                                       size_t wOffset, size_t hOffset, size_t width,
-                                       size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
+                                       size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                       cudaMemcpyKind kind, cudaStream_t stream) {
   return from_array_2d(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream, true,
                        false);
 }
 cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
                                      cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
                                      size_t width, size_t height, cudaMemcpyKind kind) {
-  return array_to_array_2d(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width,
-                           height, kind, false);
+  return array_to_array_2d(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height,
+                           kind, false);
 }
 cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
                               size_t count, cudaMemcpyKind kind) {
-  return linear_1d(dst, wOffset, hOffset, nullptr, nullptr, 0, 0, src, count, kind, nullptr,
-                   false, false);
+  return linear_1d(dst, wOffset, hOffset, nullptr, nullptr, 0, 0, src, count, kind, nullptr, false,
+                   false);
 }
-cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset,
-                                   const void* src, size_t count, cudaMemcpyKind kind,
-                                   cudaStream_t stream) {
+cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                   size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   return linear_1d(dst, wOffset, hOffset, nullptr, nullptr, 0, 0, src, count, kind, stream, true,
                    false);
 }
 cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
                                 size_t count, cudaMemcpyKind kind) {
-  return linear_1d(nullptr, 0, 0, dst, src, wOffset, hOffset, nullptr, count, kind, nullptr,
-                   false, false);
+  return linear_1d(nullptr, 0, 0, dst, src, wOffset, hOffset, nullptr, count, kind, nullptr, false,
+                   false);
 }
 cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t wOffset,
                                      size_t hOffset, size_t count, cudaMemcpyKind kind,
@@ -221,14 +228,13 @@ cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hO
 
 // Per-thread default stream entry points (--default-stream per-thread).
 RGPU_EXPORT cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t x, size_t y,
-                                                 const void* src, size_t spitch, size_t w,
-                                                 size_t h, cudaMemcpyKind k) {
+                                                 const void* src, size_t spitch, size_t w, size_t h,
+                                                 cudaMemcpyKind k) {
   return to_array_2d(dst, x, y, src, spitch, w, h, k, nullptr, false, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t x, size_t y,
                                                       const void* src, size_t spitch, size_t w,
-                                                      size_t h, cudaMemcpyKind k,
-                                                      cudaStream_t s) {
+                                                      size_t h, cudaMemcpyKind k, cudaStream_t s) {
   return to_array_2d(dst, x, y, src, spitch, w, h, k, s, true, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src,
@@ -247,13 +253,13 @@ RGPU_EXPORT cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t dx
                                                       size_t w, size_t h, cudaMemcpyKind k) {
   return array_to_array_2d(dst, dx, dy, src, sx, sy, w, h, k, true);
 }
-RGPU_EXPORT cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t x, size_t y,
-                                               const void* src, size_t count, cudaMemcpyKind k) {
+RGPU_EXPORT cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t x, size_t y, const void* src,
+                                               size_t count, cudaMemcpyKind k) {
   return linear_1d(dst, x, y, nullptr, nullptr, 0, 0, src, count, k, nullptr, false, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t x, size_t y,
-                                                    const void* src, size_t count,
-                                                    cudaMemcpyKind k, cudaStream_t s) {
+                                                    const void* src, size_t count, cudaMemcpyKind k,
+                                                    cudaStream_t s) {
   return linear_1d(dst, x, y, nullptr, nullptr, 0, 0, src, count, k, s, true, true);
 }
 RGPU_EXPORT cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t x,

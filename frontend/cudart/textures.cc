@@ -96,10 +96,10 @@ cudaError_t create(bool surface, uint64_t* out, const cudaResourceDesc* res,
     q.address_mode0 = tex->addressMode[0], q.address_mode1 = tex->addressMode[1];
     q.address_mode2 = tex->addressMode[2], q.filter_mode = tex->filterMode;
     if (tex->readMode == cudaReadModeElementType && integer_format(res, q)) q.flags |= 0x01;
-    if (tex->normalizedCoords) q.flags |= 0x02;      // CU_TRSF_NORMALIZED_COORDINATES
-    if (tex->sRGB) q.flags |= 0x10;                  // CU_TRSF_SRGB
+    if (tex->normalizedCoords) q.flags |= 0x02;  // CU_TRSF_NORMALIZED_COORDINATES
+    if (tex->sRGB) q.flags |= 0x10;              // CU_TRSF_SRGB
     if (tex->disableTrilinearOptimization) q.flags |= 0x20;
-    if (tex->seamlessCubemap) q.flags |= 0x40;       // CU_TRSF_SEAMLESS_CUBEMAP
+    if (tex->seamlessCubemap) q.flags |= 0x40;  // CU_TRSF_SEAMLESS_CUBEMAP
     q.max_anisotropy = tex->maxAnisotropy, q.mipmap_filter_mode = tex->mipmapFilterMode;
     q.mipmap_bias = std::bit_cast<uint32_t>(tex->mipmapLevelBias);
     q.min_lod = std::bit_cast<uint32_t>(tex->minMipmapLevelClamp);
@@ -118,7 +118,11 @@ cudaError_t create(bool surface, uint64_t* out, const cudaResourceDesc* res,
   int dev = core().current_device();
   uint64_t object = 0;
   if (CudaError e = core().texture_create(dev, q, &object); e != err::Success) return ret(e);
-  Record r{dev, surface, *res, tex ? *tex : cudaTextureDesc{}, view != nullptr,
+  Record r{dev,
+           surface,
+           *res,
+           tex ? *tex : cudaTextureDesc{},
+           view != nullptr,
            view ? *view : cudaResourceViewDesc{}};
   {
     std::lock_guard<std::mutex> lock(mu);

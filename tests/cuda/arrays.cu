@@ -33,7 +33,8 @@ extern "C" __global__ void arrays_tex_layered(cudaTextureObject_t tex, float* ou
 
 extern "C" __global__ void arrays_surf_write(cudaSurfaceObject_t surf, int w, int h) {
   int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
-  if (x < w && y < h) surf2Dwrite<float>(x * 10.0f + y, surf, x * static_cast<int>(sizeof(float)), y);
+  if (x < w && y < h)
+    surf2Dwrite<float>(x * 10.0f + y, surf, x * static_cast<int>(sizeof(float)), y);
 }
 
 static unsigned char pat(size_t i, int seed) { return static_cast<unsigned char>(i * 13 + seed); }
@@ -80,7 +81,8 @@ static void copies_2d() {
   EXPECT_OK(cudaMemcpy2DToArray(a, 0, 0, src.data(), spitch, row, H, cudaMemcpyHostToDevice));
   EXPECT_OK(cudaMemcpy2DFromArray(back.data(), dpitch, a, 0, 0, row, H, cudaMemcpyDeviceToHost));
   bool same = true;
-  for (int y = 0; y < H; ++y) same &= !memcmp(back.data() + y * dpitch, model.data() + y * row, row);
+  for (int y = 0; y < H; ++y)
+    same &= !memcmp(back.data() + y * dpitch, model.data() + y * row, row);
   EXPECT_TRUE(same, "2-D host -> array -> host round trip, pitches 172/156");
   // The padding of the destination was not written.
   same = true;
@@ -124,9 +126,10 @@ static void copies_2d() {
   cudaStream_t st;
   REQUIRE_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   std::vector<unsigned char> src2 = bytes(row * H, 5), back2(row * H, 0);
-  EXPECT_OK(cudaMemcpy2DToArrayAsync(b, 0, 0, src2.data(), row, row, H, cudaMemcpyHostToDevice, st));
-  EXPECT_OK(cudaMemcpy2DFromArrayAsync(back2.data(), row, b, 0, 0, row, H, cudaMemcpyDeviceToHost,
-                                       st));
+  EXPECT_OK(
+      cudaMemcpy2DToArrayAsync(b, 0, 0, src2.data(), row, row, H, cudaMemcpyHostToDevice, st));
+  EXPECT_OK(
+      cudaMemcpy2DFromArrayAsync(back2.data(), row, b, 0, 0, row, H, cudaMemcpyDeviceToHost, st));
   EXPECT_OK(cudaStreamSynchronize(st));
   EXPECT_TRUE(back2 == src2, "asynchronous 2-D round trip on a stream");
 

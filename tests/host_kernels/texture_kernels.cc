@@ -28,13 +28,16 @@ void each_thread(const rgpu_host_launch* l, F f) {
 // Element i of a dimension of n elements under address mode m (CUaddress_mode); -1: border.
 long address(long i, long n, int mode) {
   switch (mode) {
-    case 0: return ((i % n) + n) % n;  // wrap
-    case 2: {                          // mirror
+    case 0:
+      return ((i % n) + n) % n;  // wrap
+    case 2: {                    // mirror
       long p = ((i % (2 * n)) + 2 * n) % (2 * n);
       return p < n ? p : 2 * n - 1 - p;
     }
-    case 3: return i < 0 || i >= n ? -1 : i;  // border
-    default: return i < 0 ? 0 : i >= n ? n - 1 : i;  // clamp
+    case 3:
+      return i < 0 || i >= n ? -1 : i;  // border
+    default:
+      return i < 0 ? 0 : i >= n ? n - 1 : i;  // clamp
   }
 }
 
@@ -50,7 +53,7 @@ float texel(const rgpu_host_resource& r, long x, long y, long layer) {
 
 float sample(const rgpu_host_resource& r, float u, float v, long layer) {
   if (r.flags & 0x02) u *= r.width, v *= r.height;  // CU_TRSF_NORMALIZED_COORDINATES
-  if (r.filter_mode == 0)                            // point
+  if (r.filter_mode == 0)                           // point
     return texel(r, static_cast<long>(std::floor(u)), static_cast<long>(std::floor(v)), layer);
   float xb = u - 0.5f, yb = v - 0.5f;
   long x0 = static_cast<long>(std::floor(xb)), y0 = static_cast<long>(std::floor(yb));
