@@ -217,6 +217,55 @@ class Executor {
   virtual Status ipc_mem_close(int, uint64_t /*addr*/, uint64_t /*size*/) {
     return Status::fail(err::NotSupported, "this backend cannot map another session's memory");
   }
+
+  // ---- arrays
+  // CUDA arrays, texture and surface objects (backend/{cuda,host}/*_arrays.*).  Handles are the
+  // backend's (a CUarray / CUmipmappedArray, a CUtexObject / CUsurfObject).
+  struct ArraySpec {  // CUDA_ARRAY3D_DESCRIPTOR, and the levels of a mipmapped array (0: none)
+    uint64_t width = 0, height = 0, depth = 0;
+    uint32_t format = 0, channels = 0, flags = 0, levels = 0;
+  };
+  struct CopySide {  // `array` non-zero: an array (handle), else linear device memory at `ptr`
+    uint64_t array = 0, ptr = 0, pitch = 0, slice_rows = 0, x = 0, y = 0, z = 0;
+  };
+  struct ArrayCopy {
+    CopySide src, dst;
+    uint64_t width = 0, height = 1, depth = 1;  // bytes, rows, slices
+  };
+  // CUDA_RESOURCE_DESC + CUDA_TEXTURE_DESC + CUDA_RESOURCE_VIEW_DESC, arrays as handles.
+  struct TextureSpec {
+    uint32_t res_type = 0;  // CUresourcetype
+    uint64_t array = 0, ptr = 0;
+    uint32_t format = 0, channels = 0;
+    uint64_t width = 0, height = 0, pitch = 0;
+    uint32_t address_mode[3] = {0, 0, 0}, filter_mode = 0, flags = 0, max_anisotropy = 0,
+             mipmap_filter_mode = 0;
+    float mipmap_bias = 0, min_lod = 0, max_lod = 0, border[4] = {0, 0, 0, 0};
+    bool view = false;
+    uint32_t view_format = 0;
+    uint64_t view_width = 0, view_height = 0, view_depth = 0;
+    uint32_t first_level = 0, last_level = 0, first_layer = 0, last_layer = 0;
+  };
+  static Status no_arrays() {
+    return Status::fail(err::NotSupported, "this backend has no CUDA arrays or texture objects");
+  }
+  virtual Status array_create(int, const ArraySpec&, uint64_t& /*array*/) { return no_arrays(); }
+  // Level `level` of a mipmapped array: owned by it, never destroyed on its own.
+  virtual Status array_level(int, uint64_t /*mipmapped*/, uint32_t, uint64_t& /*array*/) {
+    return no_arrays();
+  }
+  virtual Status array_destroy(int, uint64_t /*array*/, bool /*mipmapped*/) { return no_arrays(); }
+  virtual Status array_copy(int, const ArrayCopy&, uint64_t /*stream*/) { return no_arrays(); }
+  // cuArrayGetMemoryRequirements (op 1: size, alignment) or cuArrayGetSparseProperties (op 2:
+  // tile width, height, depth, miptail first level, miptail size, flags), mipmapped or not.
+  virtual Status array_query(int, uint64_t, bool /*mipmapped*/, uint32_t /*op*/,
+                             std::vector<uint64_t>& /*values*/) {
+    return no_arrays();
+  }
+  virtual Status texture_create(int, bool /*surface*/, const TextureSpec&, uint64_t& /*object*/) {
+    return no_arrays();
+  }
+  virtual Status texture_destroy(int, bool /*surface*/, uint64_t /*object*/) { return no_arrays(); }
 };
 
 }  // namespace rgpu::backend

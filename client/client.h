@@ -309,6 +309,46 @@ class Client {
   CudaError ipc_get_mem_handle(void* ptr, uint8_t* handle);
   CudaError ipc_open_mem_handle(const uint8_t* handle, int dev, void** ptr);
   CudaError ipc_close_mem_handle(void* ptr);
+  // ---- arrays (client/arrays.cc): CUDA arrays (ids chosen here: creation costs no round
+  // trip), copies with array operands, texture and surface objects.  Descriptions are in the
+  // driver's terms (CUarray_format, CUDA_ARRAY3D_* flags).
+  struct ArrayDesc {
+    uint64_t width = 0, height = 0, depth = 0;
+    uint32_t format = 0, channels = 0, flags = 0;
+    uint32_t levels = 0;   // a mipmapped array's levels; 0: a plain array
+    uint32_t element = 0;  // bytes per element
+  };
+  struct ArrayRecord {
+    int device = 0;
+    ArrayDesc desc;
+    uint64_t owner = 0;                 // a level's mipmapped array
+    std::map<uint32_t, uint64_t> named;  // a mipmapped array's levels named so far
+  };
+  CudaError array_create(int dev, const ArrayDesc& d, uint64_t* id);
+  // The array of level `level` of a mipmapped array (the same id every time).
+  CudaError array_level(uint64_t mipmapped, uint32_t level, uint64_t* id);
+  CudaError array_destroy(uint64_t id, bool mipmapped);
+  // False for an id that is no live array (mipmapped or not, as `mipmapped` says).
+  bool array_record(uint64_t id, bool mipmapped, ArrayRecord* out);
+  // proto::ArrayQueryOp `op` of an array on virtual device `dev` (its own device).
+  CudaError array_query(uint64_t id, bool mipmapped, int dev, uint32_t op,
+                        std::vector<uint64_t>* values);
+  // One operand of an array copy: an array (`array` non-zero), or linear memory (host or device)
+  // at `ptr` with rows `pitch` bytes and slices `slice_rows` rows apart; the box starts `x`
+  // bytes, `y` rows, `z` slices in.
+  struct ArraySide {
+    uint64_t array = 0;
+    const void* ptr = nullptr;
+    size_t pitch = 0, slice_rows = 0, x = 0, y = 0, z = 0;
+  };
+  // `width` bytes x `height` rows x `depth` slices; synchronous without a stream.  Host memory is
+  // staged through device memory of the array's GPU, in chunks, with the ordinary bulk copies.
+  CudaError array_copy(const ArraySide& dst, const ArraySide& src, size_t width, size_t height,
+                       size_t depth, CopyKind kind, const Stream* s);
+  // A texture (req.surface 0) or surface object on virtual device `dev`; `req.array` is the
+  // client's array id.  *object is the server's CUtexObject/CUsurfObject.
+  CudaError texture_create(int dev, proto::TexCreateReq req, uint64_t* object);
+  CudaError texture_destroy(int dev, bool surface, uint64_t object);
 
   // ---- managed (client/managed.cc): managed memory emulated over the address windows
   static constexpr unsigned kAttachGlobal = 1, kAttachHost = 2, kAttachSingle = 4;
@@ -336,6 +376,9 @@ class Client {
   bool managed_fault(uint64_t addr);
 
  private:
+  std::mutex arrays_mu_;
+  std::map<uint64_t, ArrayRecord> arrays_;  // live arrays (and named levels) by id
+  std::atomic<uint64_t> next_array_{1};
   CudaError graph_link(int dev, ServerLink** l);
   CudaError graph_place(const NodeTarget& t, uint16_t type, std::vector<uint8_t> body,
                         const void* payload, size_t payload_bytes, GraphNode** out);

@@ -321,6 +321,19 @@ class Session {
   // Exports by (GPU, mapping base).
   std::map<std::pair<uint32_t, uint64_t>, IpcExportRecord> ipc_tokens_;
   std::map<uint64_t, IpcImport> ipc_imports_;  // by mapping base
+  // ---- arrays (server/arrays.cc): arrays by client id, texture/surface objects by (GPU, value)
+  struct ArrayRecord {
+    uint32_t device;
+    uint64_t handle;
+    bool mipmapped;
+    uint64_t owner;  // a level's mipmapped array (its client id); 0 otherwise
+  };
+  std::map<uint64_t, ArrayRecord> arrays_;
+  std::map<std::pair<uint32_t, uint64_t>, bool> tex_objects_;  // -> is a surface
+  Status array_of(uint32_t dev, uint64_t id, bool mipmapped, uint64_t& handle) const;
+  Status copy_side(uint32_t dev, uint64_t array, uint64_t ptr, uint64_t pitch, uint64_t rows,
+                   uint64_t x, uint64_t y, uint64_t z, uint64_t width, uint64_t height,
+                   uint64_t depth, backend::Executor::CopySide& out) const;
 
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;

@@ -107,7 +107,27 @@ struct CudaDriver {
   X(cuMemExportToShareableHandle, CUresult (*)(void*, CUmemGenericAllocationHandle,            \
                                                CUmemAllocationHandleType, unsigned long long)) \
   X(cuMemImportFromShareableHandle,                                                            \
-    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))
+    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))          \
+  /* ---- arrays */                                                                            \
+  X(cuArray3DCreate_v2, CUresult (*)(CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*))                 \
+  X(cuArrayDestroy, CUresult (*)(CUarray))                                                     \
+  X(cuMipmappedArrayCreate,                                                                    \
+    CUresult (*)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned))                 \
+  X(cuMipmappedArrayGetLevel, CUresult (*)(CUarray*, CUmipmappedArray, unsigned))              \
+  X(cuMipmappedArrayDestroy, CUresult (*)(CUmipmappedArray))                                   \
+  X(cuMemcpy3DAsync_v2, CUresult (*)(const CUDA_MEMCPY3D*, CUstream))                          \
+  X(cuArrayGetMemoryRequirements,                                                              \
+    CUresult (*)(CUDA_ARRAY_MEMORY_REQUIREMENTS*, CUarray, CUdevice))                          \
+  X(cuMipmappedArrayGetMemoryRequirements,                                                     \
+    CUresult (*)(CUDA_ARRAY_MEMORY_REQUIREMENTS*, CUmipmappedArray, CUdevice))                 \
+  X(cuArrayGetSparseProperties, CUresult (*)(CUDA_ARRAY_SPARSE_PROPERTIES*, CUarray))          \
+  X(cuMipmappedArrayGetSparseProperties,                                                       \
+    CUresult (*)(CUDA_ARRAY_SPARSE_PROPERTIES*, CUmipmappedArray))                             \
+  X(cuTexObjectCreate, CUresult (*)(CUtexObject*, const CUDA_RESOURCE_DESC*,                   \
+                                    const CUDA_TEXTURE_DESC*, const CUDA_RESOURCE_VIEW_DESC*)) \
+  X(cuTexObjectDestroy, CUresult (*)(CUtexObject))                                             \
+  X(cuSurfObjectCreate, CUresult (*)(CUsurfObject*, const CUDA_RESOURCE_DESC*))                \
+  X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

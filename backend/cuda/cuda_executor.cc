@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_arrays.h"
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_ipc.h"
@@ -528,6 +529,37 @@ class CudaExecutor final : public Executor {
       peer = dev_[value];
     }
     return cuda_device_config(drv_, dev_[dev], peer, op, key, value);
+  }
+
+  // ---- arrays (cuda_arrays.h)
+  Status array_create(int dev, const ArraySpec& spec, uint64_t& array) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_array_create(drv_, spec, array);
+  }
+  Status array_level(int dev, uint64_t mipmapped, uint32_t level, uint64_t& array) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_array_level(drv_, mipmapped, level, array);
+  }
+  Status array_destroy(int dev, uint64_t array, bool mipmapped) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_array_destroy(drv_, array, mipmapped);
+  }
+  Status array_copy(int dev, const ArrayCopy& c, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_array_copy(drv_, c, cu(stream));
+  }
+  Status array_query(int dev, uint64_t array, bool mipmapped, uint32_t op,
+                     std::vector<uint64_t>& values) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_array_query(drv_, dev_[dev], array, mipmapped, op, values);
+  }
+  Status texture_create(int dev, bool surface, const TextureSpec& t, uint64_t& object) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_texture_create(drv_, surface, t, object);
+  }
+  Status texture_destroy(int dev, bool surface, uint64_t object) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_texture_destroy(drv_, surface, object);
   }
 
  private:

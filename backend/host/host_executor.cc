@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "backend/gate.h"
+#include "backend/host/host_arrays.h"
 #include "backend/host/host_devmem.h"
 #include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
@@ -447,6 +448,7 @@ class HostExecutor final : public Executor {
     rgpu_host_kernel_fn fn = k.fn;
     std::shared_ptr<Module> module = k.module;
     FailSlot* fail = &fail_slots_[dev];
+    HostArrays* arrays = &arrays_;
     Status s = submit(dev, stream, [=] {
       std::vector<void*> params(offsets.size());
       for (size_t i = 0; i < offsets.size(); ++i) params[i] = buf->data() + offsets[i];
@@ -457,6 +459,8 @@ class HostExecutor final : public Executor {
       l.ctx = module.get();
       l.fail = &HostExecutor::kernel_fail;
       l.fail_ctx = fail;
+      l.resource = &HostArrays::resource;
+      l.res_ctx = arrays;
       fn(&l, params.data());
       fflush(stdout);
     });
@@ -530,6 +534,31 @@ class HostExecutor final : public Executor {
   Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) override {
     return state_.config(dev, op, key, value);
   }
+  // ---- arrays (host_arrays.h); one set for every emulated GPU (the session checks devices)
+  Status array_create(int, const ArraySpec& spec, uint64_t& array) override {
+    return arrays_.create(spec, array);
+  }
+  Status array_level(int, uint64_t mipmapped, uint32_t level, uint64_t& array) override {
+    return arrays_.level(mipmapped, level, array);
+  }
+  Status array_destroy(int, uint64_t array, bool mipmapped) override {
+    return arrays_.destroy(array, mipmapped);
+  }
+  Status array_copy(int dev, const ArrayCopy& c, uint64_t stream) override {
+    std::function<void()> work;
+    if (Status s = arrays_.plan_copy(c, work); !s.ok()) return s;
+    return submit(dev, stream, std::move(work));
+  }
+  Status array_query(int, uint64_t array, bool mipmapped, uint32_t op,
+                     std::vector<uint64_t>& values) override {
+    return arrays_.query(array, mipmapped, op, values);
+  }
+  Status texture_create(int, bool surface, const TextureSpec& spec, uint64_t& object) override {
+    return arrays_.texture_create(surface, spec, object);
+  }
+  Status texture_destroy(int, bool surface, uint64_t object) override {
+    return arrays_.texture_destroy(surface, object);
+  }
   struct FailSlot {
     HostDeviceState* state;
     int dev;
@@ -597,6 +626,7 @@ class HostExecutor final : public Executor {
   std::vector<std::unique_ptr<HostStreams>> streams_;
   HostDeviceState state_;
   HostIpc ipc_;  // CUDA IPC (host_ipc.h)
+  HostArrays arrays_;  // CUDA arrays, texture and surface objects (host_arrays.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)

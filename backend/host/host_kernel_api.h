@@ -10,6 +10,25 @@
 extern "C" {
 #endif
 
+/* The memory behind a texture or surface object, in CUDA's element layout: element (x, y, z) is
+   at base + z * slice + y * pitch + x * element. */
+typedef struct rgpu_host_resource {
+  void* base;
+  unsigned long long pitch; /* bytes between rows */
+  unsigned long long slice; /* bytes between slices (layers) */
+  unsigned width, height, depth; /* elements, rows, slices: at least 1 each */
+  unsigned element;              /* bytes per element */
+  unsigned channels;
+  int format; /* CUarray_format */
+  int surface;
+  /* A texture object's CUDA_TEXTURE_DESC: address modes, filter mode, CU_TRSF_* flags. */
+  int address_mode[3];
+  int filter_mode;
+  unsigned flags;
+  unsigned levels; /* of a mipmapped array; 1 otherwise */
+  float border[4];
+} rgpu_host_resource;
+
 typedef struct rgpu_host_launch {
   unsigned grid[3];
   unsigned block[3];
@@ -30,6 +49,12 @@ typedef struct rgpu_host_launch {
   int programmatic_serialization;
   int cluster_scheduling;
   unsigned attributes;
+  /* Texture and surface objects (cudaCreateTextureObject/cudaCreateSurfaceObject): what object
+     `object` reads or writes at mipmap level `level` (0 unless the resource is a mipmapped array).
+     Returns 0 and fills `out`, or -1 for an unknown object or level. */
+  int (*resource)(void* res_ctx, unsigned long long object, unsigned level,
+                  struct rgpu_host_resource* out);
+  void* res_ctx;
 } rgpu_host_launch;
 
 /* params[i] points at parameter i, as a kernel's argument list in CUDA. */

@@ -1,11 +1,12 @@
 // Pitched and 3-D memory (issue 11 item 7): cudaMallocPitch, cudaMalloc3D, cudaMemcpy3D (and
-// peer, asynchronous and batch forms), cudaMemset2D/3D.  Linear memory only: a cudaArray operand
-// is refused with cudaErrorNotSupported and a message until arrays exist.
+// peer, asynchronous and batch forms), cudaMemset2D/3D.  A 3-D copy with a cudaArray operand goes
+// to arrays_copy.cc; the batch form still refuses array operands.
 #include <functional>
 #include <mutex>
 
 #include "common/log.h"
 #include "frontend/cudart/api.h"
+#include "frontend/cudart/arrays.h"
 
 using namespace rgpu;
 using rgpu::cudart::core;
@@ -71,6 +72,8 @@ cudaError_t on_stream(cudaStream_t stream, bool per_thread, bool wait,
 }
 
 cudaError_t memcpy3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async, bool per_thread) {
+  if (p && (p->srcArray || p->dstArray))
+    return rgpu::cudart::memcpy3d_array(p, stream, async, per_thread);
   client::Client::Copy3D c;
   if (CudaError e = copy_of(p, "cudaMemcpy3D", &c); e != err::Success) return ret(e);
   if (!async && !per_thread) return ret(core().memcpy3d(c, nullptr));
@@ -80,6 +83,15 @@ cudaError_t memcpy3d(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async
 
 cudaError_t memcpy3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bool async,
                           bool per_thread) {
+  if (p && (p->srcArray || p->dstArray)) {
+    // Arrays are used on their own device: a peer copy with one is an ordinary 3-D copy there.
+    if (p->srcDevice != p->dstDevice) return ret(err::InvalidValue);
+    cudaMemcpy3DParms q{};
+    q.srcArray = p->srcArray, q.srcPos = p->srcPos, q.srcPtr = p->srcPtr;
+    q.dstArray = p->dstArray, q.dstPos = p->dstPos, q.dstPtr = p->dstPtr;
+    q.extent = p->extent, q.kind = cudaMemcpyDeviceToDevice;
+    return rgpu::cudart::memcpy3d_array(&q, stream, async, per_thread);
+  }
   client::Client::Copy3D c;
   if (CudaError e = peer_copy_of(p, &c); e != err::Success) return ret(e);
   if (!async && !per_thread)

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backend/host/host_kernel_api.h"
+#include "tests/host_kernels/texture_kernels.h"
 
 namespace {
 
@@ -316,6 +317,10 @@ const rgpu_host_kernel kKernels[] = {
     {"pools_sum", pools_sum},
     {"managed_scale", managed_scale},
     {"managed_gather", managed_gather},
+    {"arrays_tex_fetch", arrays_tex_fetch},
+    {"arrays_tex_lod", arrays_tex_lod},
+    {"arrays_tex_layered", arrays_tex_layered},
+    {"arrays_surf_write", arrays_surf_write},
 };
 
 }  // namespace
