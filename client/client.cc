@@ -502,8 +502,10 @@ CudaError Client::host_unregister(void* ptr) {
 }
 
 PointerInfo Client::pointer_info(const void* p) const {
-  if (auto d = map_.find_device(u64(p))) return {MemoryType::Device, d->device, d->base};
-  if (auto h = map_.find_host(u64(p))) return {MemoryType::Host, h->device, h->base, h->mapped};
+  if (auto d = map_.find_device(u64(p)))
+    return {MemoryType::Device, d->device, d->base, false, d->size};
+  if (auto h = map_.find_host(u64(p)))
+    return {MemoryType::Host, h->device, h->base, h->mapped, h->size};
   return {};
 }
 
