@@ -2,7 +2,7 @@
 """Generate the tables of rgpu's libcuda.so.1 (frontend/cuda/) from the CUDA toolkit.
 
 Inputs: the toolkit's lib64/stubs/libcuda.so (the names NVIDIA's driver exports) and include/
-(cudaTypedefs.h: the PFN_<name>_v<version>[_ptsz|_ptds] typedefs that say which ABI variant of a
+(cudaTypedefs.h and its siblings: the PFN_<name>_v<version>[_ptsz|_ptds] typedefs that say which ABI variant of a
 function answers cuGetProcAddress at which version; cuda.h: the CUresult codes).
 
 Outputs (into OUT_DIR):
@@ -45,7 +45,11 @@ write("unsupported_stubs.inc",
       "".join(f'RGPU_STUB int {n}() {{ return rgpu::cuda_fe::unsupported("{n}"); }}\n' for n in exports))
 
 # ---- cuGetProcAddress: versions of each name, per variant kind.
-typedefs = open(os.path.join(inc, "cudaTypedefs.h")).read()
+# cudaTypedefs.h and its siblings (profiler, and the graphics interop ones whose functions the stub
+# library does not export: those names stay unanswered).
+typedefs = "".join(open(os.path.join(inc, f)).read() for f in
+                   ("cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaGLTypedefs.h",
+                    "cudaEGLTypedefs.h", "cudaVDPAUTypedefs.h"))
 versions = {}  # (base, pt) -> set of versions
 for m in re.finditer(r"\*\s*PFN_(\w+?)_v(\d+)(_ptsz|_ptds)?\s*\)", typedefs):
     versions.setdefault((m.group(1), bool(m.group(3))), set()).add(int(m.group(2)))

@@ -24,7 +24,8 @@ class ProcAddress : public ::testing::Test {
     ASSERT_NE(get_, nullptr);
   }
   // The address cuGetProcAddress gives, or nullptr; `status` its query result.
-  void* proc(const char* name, int version, uint64_t flags, int* status = nullptr, int* rc = nullptr) {
+  void* proc(const char* name, int version, uint64_t flags, int* status = nullptr,
+             int* rc = nullptr) {
     void* p = reinterpret_cast<void*>(1);
     int st = -1;
     int r = get_(name, &p, version, flags, &st);
@@ -99,20 +100,28 @@ TEST_F(ProcAddress, EveryRuntimeRequestAnswered) {
     int status = -1, rc = -1;
     void* p = proc(name.c_str(), version, fl, &status, &rc);
     EXPECT_EQ(rc, 0) << line;
+    ++requests;
+    if (!sym(name.c_str()) && !sym((name + "_v2").c_str())) {
+      // Graphics interop (GL, EGL, VDPAU) that the toolkit's stub library does not export: by
+      // design a remote GPU has none, and the runtime takes NULL for "absent".
+      EXPECT_EQ(p, nullptr) << line;
+      EXPECT_EQ(status, 1) << line;
+      continue;
+    }
     EXPECT_NE(p, nullptr) << line;
     EXPECT_EQ(status, 0) << line;
     if (fl == 2) {
       Dl_info info{};
       ASSERT_NE(dladdr(p, &info), 0) << line;
       const std::string got = info.dli_sname ? info.dli_sname : "";
-      const bool has_pt = got.find("_ptsz") != std::string::npos || got.find("_ptds") != std::string::npos;
+      const bool has_pt =
+          got.find("_ptsz") != std::string::npos || got.find("_ptds") != std::string::npos;
       // The exported per-thread variants of this name, if any.
       bool exported_pt = false;
       for (const char* suffix : {"_ptsz", "_ptds", "_v2_ptsz", "_v2_ptds", "_v3_ptsz"})
         exported_pt = exported_pt || sym((name + suffix).c_str()) != nullptr;
       EXPECT_EQ(has_pt, exported_pt) << line << " answered " << got;
     }
-    ++requests;
   }
   EXPECT_GT(requests, 400);
 }
