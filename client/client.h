@@ -92,6 +92,7 @@ struct PointerInfo {
   int device = -2;
   uint64_t base = 0;
   bool mapped = false;  // page-locked memory the GPU reaches at the same address
+  uint64_t size = 0;    // of the allocation or page-locked range at `base`
 };
 
 class Client {

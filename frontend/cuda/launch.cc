@@ -1,0 +1,225 @@
+// Launches: cuLaunchKernel (argument pointers, or the `extra` CU_LAUNCH_PARAM_BUFFER_POINTER
+// buffer), cuLaunchKernelEx with attributes, cuLaunchCooperativeKernel, and occupancy queries.
+// Argument layouts are the server's (sent with the module's load, cached per module and device).
+#include <cstring>
+#include <vector>
+
+#include "common/log.h"
+#include "frontend/cuda/api.h"
+
+using namespace rgpu;
+using rgpu::cuda_fe::core;
+using rgpu::cuda_fe::function_of;
+using rgpu::cuda_fe::to_driver;
+
+namespace {
+
+using Attr = client::Client::LaunchAttribute;
+
+uint64_t u32(int v) { return static_cast<uint32_t>(v); }
+
+// One driver launch attribute in the core's terms (the numbering is the driver's); false for an
+// id rgpu does not know.
+bool convert(const CUlaunchAttribute& a, Attr& out) {
+  out = Attr{};
+  int id;
+  std::memcpy(&id, &a.id, sizeof id);
+  out.id = static_cast<uint32_t>(id);
+  const CUlaunchAttributeValue& v = a.value;
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+      out.v[0] = reinterpret_cast<uint64_t>(v.accessPolicyWindow.base_ptr);
+      out.v[1] = v.accessPolicyWindow.num_bytes;
+      uint32_t bits;
+      std::memcpy(&bits, &v.accessPolicyWindow.hitRatio, sizeof bits);
+      out.v[2] = bits;
+      out.v[3] = u32(v.accessPolicyWindow.hitProp) | u32(v.accessPolicyWindow.missProp) << 32;
+      return true;
+    }
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      out.v[0] = u32(v.cooperative);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      out.v[0] = u32(v.syncPolicy);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      out.v[0] = v.clusterDim.x, out.v[1] = v.clusterDim.y, out.v[2] = v.clusterDim.z;
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      out.v[0] = u32(v.clusterSchedulingPolicyPreference);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+      out.v[0] = u32(v.programmaticStreamSerializationAllowed);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+      out.event = cuda_fe::event_of(v.programmaticEvent.event);
+      out.v[1] = u32(v.programmaticEvent.flags);
+      out.v[2] = u32(v.programmaticEvent.triggerAtBlockStart);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      out.v[0] = u32(v.priority);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      out.v[0] = v.memSyncDomainMap.default_, out.v[1] = v.memSyncDomainMap.remote;
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      out.v[0] = u32(v.memSyncDomain);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+      out.v[0] = v.preferredClusterDim.x, out.v[1] = v.preferredClusterDim.y;
+      out.v[2] = v.preferredClusterDim.z;
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+      out.event = cuda_fe::event_of(v.launchCompletionEvent.event);
+      out.v[1] = u32(v.launchCompletionEvent.flags);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+      out.v[0] = u32(v.deviceUpdatableKernelNode.deviceUpdatable);
+      return true;
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      out.v[0] = v.sharedMemCarveout;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The argument pointers of a launch: `params`, or pointers into the `extra` buffer at each
+// parameter's offset (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE, then CU_LAUNCH_PARAM_END).
+CUresult arguments(client::Function* f, void** params, void** extra, std::vector<void*>& out,
+                   void*** args) {
+  if (params && extra) return CUDA_ERROR_INVALID_VALUE;
+  if (!extra) {
+    *args = params;
+    return CUDA_SUCCESS;
+  }
+  char* buffer = nullptr;
+  size_t size = 0;
+  bool have_size = false;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = static_cast<char*>(extra[i + 1]);
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      if (!extra[i + 1]) return CUDA_ERROR_INVALID_VALUE;
+      size = *static_cast<size_t*>(extra[i + 1]);
+      have_size = true;
+    } else {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  if (!buffer || !have_size) return CUDA_ERROR_INVALID_VALUE;
+  out.clear();
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0, psize = 0;
+    if (core().param_info(f, i, &offset, &psize) != err::Success) break;
+    if (offset + psize > size) {
+      LOG_ERROR("cuLaunchKernel: the `extra` buffer holds %zu bytes; parameter %zu of %s needs %zu",
+                size, i, f->name.c_str(), offset + psize);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    out.push_back(buffer + offset);
+  }
+  *args = out.data();
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 block, unsigned smem,
+                CUstream st, bool pt, void** params, void** extra, const std::vector<Attr>& attrs) {
+  RGPU_INIT();
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  client::Function* f = function_of(fn);
+  if (!core().modules().valid(f->module)) return CUDA_ERROR_INVALID_HANDLE;
+  client::Stream s;
+  if (client::Error e = cuda_fe::stream_of(st, pt, &s); e != err::Success) return to_driver(e);
+  std::vector<void*> holder;
+  void** args = nullptr;
+  if (CUresult r = arguments(f, params, extra, holder, &args); r != CUDA_SUCCESS) return r;
+  if (attrs.empty()) return to_driver(core().launch(f, grid, block, args, smem, s));
+  return to_driver(core().launch_ex(f, grid, block, args, smem, s, attrs));
+}
+
+CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool pt) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<Attr> attrs;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute& a = c->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
+    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && !a.value.cooperative) continue;
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+        !a.value.programmaticStreamSerializationAllowed)
+      continue;
+    Attr x;
+    if (!convert(a, x)) {
+      LOG_ERROR(
+          "cuLaunchKernelEx: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)",
+          static_cast<int>(a.id));
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    attrs.push_back(x);
+  }
+  return launch(f, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes, c->hStream, pt,
+                params, extra, attrs);
+}
+
+std::vector<Attr> cooperative() {
+  Attr a;
+  a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  a.v[0] = 1;
+  return {a};
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned smem, CUstream st, void** params,
+                                void** extra) {
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, smem, st, false, params, extra, {});
+}
+RGPU_CU CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                     CUstream st, void** params, void** extra) {
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, smem, st, true, params, extra, {});
+}
+RGPU_CU CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                  void** extra) {
+  return launch_ex(config, f, params, extra, false);
+}
+RGPU_CU CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
+                                       void** extra) {
+  return launch_ex(config, f, params, extra, true);
+}
+RGPU_CU CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                           unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                           CUstream st, void** params) {
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, smem, st, false, params, nullptr, cooperative());
+}
+RGPU_CU CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                unsigned bx, unsigned by, unsigned bz,
+                                                unsigned smem, CUstream st, void** params) {
+  return launch(f, {gx, gy, gz}, {bx, by, bz}, smem, st, true, params, nullptr, cooperative());
+}
+
+// ---- occupancy --------------------------------------------------------------------------------
+
+RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  RGPU_INIT();
+  if (!numBlocks || !func || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+  return to_driver(
+      core().occupancy(function_of(func), blockSize, dynamicSMemSize, flags, numBlocks));
+}
+RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
+                                                             int blockSize,
+                                                             size_t dynamicSMemSize) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                              dynamicSMemSize, 0);
+}
+RGPU_CU CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunction func,
+                                                         int numBlocks, int blockSize) {
+  RGPU_INIT();
+  if (!dynamicSmemSize || !func) return CUDA_ERROR_INVALID_VALUE;
+  return to_driver(
+      core().occupancy_dynamic_smem(function_of(func), numBlocks, blockSize, dynamicSmemSize));
+}

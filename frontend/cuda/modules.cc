@@ -1,0 +1,270 @@
+// Modules and libraries: images (cubin, fat binary, nvcc's fat binary wrapper, PTX compiled on
+// the server) loaded into the current context through the client core's module store, their
+// functions/kernels and globals by name, and function attributes.
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "frontend/cuda/api.h"
+
+using namespace rgpu;
+using rgpu::cuda_fe::core;
+using rgpu::cuda_fe::function_of;
+using rgpu::cuda_fe::module_of;
+using rgpu::cuda_fe::to_driver;
+
+namespace {
+
+constexpr uint32_t kWrapperMagic = 0x466243B1;  // __fatBinC_Wrapper_t, what nvcc embeds
+struct FatbinWrapper {
+  uint32_t magic;
+  uint32_t version;
+  const void* data;
+  const void* unused;
+};
+
+// The image itself: nvcc's wrapper points at the fat binary.
+const void* unwrap(const void* image) {
+  uint32_t magic = 0;
+  std::memcpy(&magic, image, sizeof magic);
+  if (magic == kWrapperMagic) return static_cast<const FatbinWrapper*>(image)->data;
+  return image;
+}
+
+CUresult load(void** out, const void* image, size_t size = 0) {
+  RGPU_INIT();
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  if (client::Error e = cuda_fe::current_device(&dev); e != err::Success) return to_driver(e);
+  client::Module* m = nullptr;
+  image = unwrap(image);
+  if (size == 0 && client::image_size(image) == 0) return CUDA_ERROR_INVALID_IMAGE;
+  CUresult r = to_driver(core().module_load(image, size, &m));
+  if (r != CUDA_SUCCESS) return r;
+  // Loading on the device now reports a bad image at load time, as the driver does.
+  const client::LoadedModule* lm = nullptr;
+  if (CUresult r2 = to_driver(core().module_on(m, dev, &lm)); r2 != CUDA_SUCCESS) {
+    core().module_unload(m);
+    return r2;
+  }
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+CUresult load_file(void** out, const char* path) {
+  if (!out || !path) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    LOG_ERROR("cuModuleLoad/cuLibraryLoadFromFile: cannot open %s", path);
+    return CUDA_ERROR_FILE_NOT_FOUND;
+  }
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');  // PTX text needs its terminating NUL
+  return load(out, bytes.data(), bytes.size());
+}
+
+client::Module* valid_module(const void* h) {
+  client::Module* m = module_of(h);
+  return m && core().modules().valid(m) ? m : nullptr;
+}
+
+// A kernel of the module's image, or CUDA_ERROR_NOT_FOUND.
+CUresult get_function(void** out, const void* mod, const char* name) {
+  RGPU_INIT();
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  client::Module* m = valid_module(mod);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<std::string> names;
+  if (CUresult r = to_driver(core().module_kernel_names(m, names)); r != CUDA_SUCCESS) return r;
+  if (std::find(names.begin(), names.end(), name) == names.end()) return CUDA_ERROR_NOT_FOUND;
+  client::Function* f = core().modules().function(m, name);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *out = f;
+  return CUDA_SUCCESS;
+}
+
+CUresult get_global(CUdeviceptr* dptr, size_t* bytes, const void* mod, const char* name) {
+  RGPU_INIT();
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  client::Module* m = valid_module(mod);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  client::Variable* v = core().modules().variable(m, name);
+  if (!v) return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t addr = 0, size = 0;
+  if (CUresult r = to_driver(core().global_info(v, &addr, &size)); r != CUDA_SUCCESS) return r;
+  if (dptr) *dptr = addr;
+  if (bytes) *bytes = static_cast<size_t>(size);
+  return CUDA_SUCCESS;
+}
+
+CUresult func_attribute(int* pi, int attrib, const void* fn) {
+  RGPU_INIT();
+  if (!pi || !fn) return CUDA_ERROR_INVALID_VALUE;
+  if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<int32_t> v;
+  if (CUresult r = to_driver(core().func_attributes(function_of(fn), v)); r != CUDA_SUCCESS)
+    return r;
+  if (static_cast<size_t>(attrib) >= v.size()) return CUDA_ERROR_INVALID_VALUE;
+  *pi = v[static_cast<size_t>(attrib)];
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// ---- modules ----------------------------------------------------------------------------------
+
+RGPU_CU CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  return load(reinterpret_cast<void**>(module), image);
+}
+RGPU_CU CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                                    CUjit_option*, void**) {
+  // JIT options tune or report on a compilation that happens on the server; none changes what
+  // the module holds, so they are accepted and not applied.
+  (void)numOptions;
+  return load(reinterpret_cast<void**>(module), image);
+}
+RGPU_CU CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  return load(reinterpret_cast<void**>(module), fatCubin);
+}
+RGPU_CU CUresult cuModuleLoad(CUmodule* module, const char* fname) {
+  RGPU_INIT();
+  return load_file(reinterpret_cast<void**>(module), fname);
+}
+RGPU_CU CUresult cuModuleUnload(CUmodule hmod) {
+  RGPU_INIT();
+  client::Module* m = valid_module(hmod);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().module_unload(m));
+}
+RGPU_CU CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  return get_function(reinterpret_cast<void**>(hfunc), hmod, name);
+}
+RGPU_CU CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
+                                      const char* name) {
+  return get_global(dptr, bytes, hmod, name);
+}
+RGPU_CU CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_EAGER_LOADING;  // modules load on the server when the program loads them
+  return CUDA_SUCCESS;
+}
+
+// ---- libraries and kernels ----------------------------------------------------------------------
+
+RGPU_CU CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
+                                   unsigned int, CUlibraryOption*, void**, unsigned int) {
+  return load(reinterpret_cast<void**>(library), code);
+}
+RGPU_CU CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option*,
+                                       void**, unsigned int, CUlibraryOption*, void**,
+                                       unsigned int) {
+  RGPU_INIT();
+  return load_file(reinterpret_cast<void**>(library), fileName);
+}
+RGPU_CU CUresult cuLibraryUnload(CUlibrary library) {
+  RGPU_INIT();
+  client::Module* m = valid_module(library);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().module_unload(m));
+}
+RGPU_CU CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  return get_function(reinterpret_cast<void**>(pKernel), library, name);
+}
+RGPU_CU CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+  RGPU_INIT();
+  if (!pMod) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_module(library)) return CUDA_ERROR_INVALID_HANDLE;
+  *pMod = reinterpret_cast<CUmodule>(library);  // one object: the library is its module
+  return CUDA_SUCCESS;
+}
+RGPU_CU CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
+                                    const char* name) {
+  return get_global(dptr, bytes, library, name);
+}
+RGPU_CU CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  RGPU_INIT();
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  client::Module* m = valid_module(lib);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<std::string> names;
+  if (CUresult r = to_driver(core().module_kernel_names(m, names)); r != CUDA_SUCCESS) return r;
+  *count = static_cast<unsigned>(names.size());
+  return CUDA_SUCCESS;
+}
+RGPU_CU CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  RGPU_INIT();
+  if (!pFunc || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  *pFunc = reinterpret_cast<CUfunction>(kernel);  // one object for both
+  return CUDA_SUCCESS;
+}
+RGPU_CU CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
+  RGPU_INIT();
+  if (!pLib || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  *pLib = reinterpret_cast<CUlibrary>(function_of(kernel)->module);
+  return CUDA_SUCCESS;
+}
+RGPU_CU CUresult cuKernelGetName(const char** name, CUkernel kernel) {
+  if (!name || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  *name = function_of(kernel)->name.c_str();
+  return CUDA_SUCCESS;
+}
+RGPU_CU CUresult cuFuncGetName(const char** name, CUfunction func) {
+  if (!name || !func) return CUDA_ERROR_INVALID_VALUE;
+  *name = function_of(func)->name.c_str();
+  return CUDA_SUCCESS;
+}
+RGPU_CU CUresult cuFuncGetModule(CUmodule* hmod, CUfunction func) {
+  if (!hmod || !func) return CUDA_ERROR_INVALID_VALUE;
+  *hmod = reinterpret_cast<CUmodule>(function_of(func)->module);
+  return CUDA_SUCCESS;
+}
+
+// ---- attributes and parameters ----------------------------------------------------------------
+
+RGPU_CU CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  return func_attribute(pi, attrib, hfunc);
+}
+RGPU_CU CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel,
+                                      CUdevice dev) {
+  if (core().check_device(dev) != err::Success) return CUDA_ERROR_INVALID_DEVICE;
+  return func_attribute(pi, attrib, kernel);
+}
+RGPU_CU CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  RGPU_INIT();
+  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_attribute(function_of(hfunc), attrib, value));
+}
+RGPU_CU CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                      CUdevice dev) {
+  RGPU_INIT();
+  if (!kernel) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_attribute_on(function_of(kernel), dev, attrib, val));
+}
+RGPU_CU CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  RGPU_INIT();
+  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_cache_config(function_of(hfunc), config));
+}
+RGPU_CU CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice) {
+  return cuFuncSetCacheConfig(reinterpret_cast<CUfunction>(kernel), config);
+}
+// Parameter layouts come from the server with the module's load (once per module and device;
+// client/kernels.cc) and are answered from there.
+RGPU_CU CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
+                                    size_t* paramSize) {
+  RGPU_INIT();
+  if (!func || !paramOffset) return CUDA_ERROR_INVALID_VALUE;
+  size_t size = 0;
+  CUresult r = to_driver(core().param_info(function_of(func), paramIndex, paramOffset, &size));
+  if (r == CUDA_SUCCESS && paramSize) *paramSize = size;
+  return r;
+}
+RGPU_CU CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset,
+                                      size_t* paramSize) {
+  return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(kernel), paramIndex, paramOffset,
+                            paramSize);
+}

@@ -1,0 +1,127 @@
+// cuGetProcAddress (both versions), cuGetExportTable, and pointer attributes.
+#include "frontend/cuda/proc_address.h"
+
+#include <cstring>
+
+#include "frontend/cuda/api.h"
+#include "frontend/cuda/export_tables.h"
+
+using namespace rgpu;
+using rgpu::cuda_fe::core;
+
+namespace {
+
+CUresult get_proc(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                  CUdriverProcAddressQueryResult* status) {
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  if (flags & ~static_cast<cuuint64_t>(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                                       CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (version > cuda_fe::kDriverApiVersion) {
+    *pfn = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  cuda_fe::ProcStatus st;
+  *pfn = cuda_fe::find_proc(symbol, version, flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                            &st);
+  if (status) *status = static_cast<CUdriverProcAddressQueryResult>(st);
+  // An unknown name (or a version older than its first) is success with a null pointer.
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                     cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+  return get_proc(symbol, pfn, cudaVersion, flags, status);
+}
+
+#undef cuGetProcAddress
+RGPU_CU CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                  cuuint64_t flags) {
+  return get_proc(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+RGPU_CU CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* pExportTableId) {
+  if (!ppExportTable || !pExportTableId) return CUDA_ERROR_INVALID_VALUE;
+  const void* t =
+      cuda_fe::find_export_table(reinterpret_cast<const unsigned char*>(pExportTableId->bytes));
+  *ppExportTable = t;
+  return t ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+// ---- pointer attributes -----------------------------------------------------------------------
+
+namespace {
+
+CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
+  const client::PointerInfo pi = core().pointer_info(cuda_fe::ptr(p));
+  const bool device = pi.type == client::MemoryType::Device;
+  const bool host = pi.type == client::MemoryType::Host;
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: {
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUcontext*>(data) = cuda_fe::cu(core().contexts().primary(pi.device));
+      return CUDA_SUCCESS;
+    }
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<unsigned*>(data) = device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      if (!device && !(host && pi.mapped)) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUdeviceptr*>(data) = p;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      if (!host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<void**>(data) = cuda_fe::ptr(p);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<unsigned*>(data) = 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<int*>(data) = pi.device;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUdeviceptr*>(data) = pi.base;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<size_t*>(data) = pi.size;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      *static_cast<int*>(data) = device || host ? 1 : 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      *static_cast<int*>(data) = device ? 1 : 0;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute_, CUdeviceptr p) {
+  RGPU_INIT();
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  return attribute(data, attribute_, p);
+}
+
+RGPU_CU CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
+                                        void** data, CUdeviceptr p) {
+  RGPU_INIT();
+  if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
+  // Unlike the single query, an attribute that does not apply leaves its slot zeroed/unchanged
+  // rather than failing the call; a memory type of 0 says "not CUDA memory".
+  for (unsigned i = 0; i < numAttributes; ++i) {
+    if (!data[i]) return CUDA_ERROR_INVALID_VALUE;
+    if (attribute(data[i], attributes[i], p) != CUDA_SUCCESS &&
+        attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+      *static_cast<unsigned*>(data[i]) = 0;
+  }
+  return CUDA_SUCCESS;
+}

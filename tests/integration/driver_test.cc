@@ -1,0 +1,32 @@
+// The driver API through rgpu's libcuda.so.1 against rgpud's host backend, over TCP and shared
+// memory (tests/cuda/driver_api.cpp: devices, contexts, every copy and memset form, modules from
+// a cubin, a fat binary and PTX with launches by argument pointers and by the `extra` buffer,
+// libraries, streams, events, host functions, pointer attributes, cuGetProcAddress, errors), and
+// an entry point rgpu does not implement answering CUDA_ERROR_NOT_SUPPORTED with its name logged.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/integration/harness.h"
+
+using namespace rgpu::test;
+
+namespace {
+
+class Driver : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Driver, DriverApiProgramPasses) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("driver_api")}, env, 60);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("driver_api: passed"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out << r.err;
+  // It ran on rgpu's library, not on anything else called libcuda.so.1.
+  EXPECT_EQ(r.err.find("not supported by rgpu"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Driver, ::testing::Values("tcp", "shm"));
+
+}  // namespace
