@@ -18,6 +18,7 @@
 
 #include "backend/gate.h"
 #include "backend/host/host_arrays.h"
+#include "backend/host/host_attributes.h"
 #include "backend/host/host_devmem.h"
 #include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
@@ -31,22 +32,6 @@ uint64_t page_round(uint64_t n) {
   if (n > UINT64_MAX - page) return UINT64_MAX;  // more than any capacity: refused by the ledger
   return (n + page - 1) / page * page;
 }
-
-// Attribute values the host double reports: those of a mid-size Hopper-class part, so programs that
-// size their work from properties behave sensibly.  Compute capability 9.0.
-const std::pair<uint32_t, int32_t> kAttrs[] = {
-    {1, 1024},        {2, 1024},   {3, 1024},     {4, 64},      {5, 2147483647},  {6, 65535},
-    {7, 65535},       {8, 49152},  {9, 65536},    {10, 32},     {11, 2147483647}, {12, 65536},
-    {13, 1980000},    {14, 512},   {15, 1},       {16, 132},    {17, 0},          {18, 0},
-    {19, 1},          {20, 0},     {30, 512},     {31, 1},      {32, 0},          {33, 0},
-    {34, 0},          {35, 0},     {36, 2619000}, {37, 5120},   {38, 52428800},   {39, 2048},
-    {40, 3},          {41, 1},     {50, 0},       {51, 32},     {75, 9},          {76, 0},
-    {78, 1},          {79, 1},     {80, 1},       {81, 233472}, {82, 65536},      {83, 1},
-    {84, 0},          {85, 0},     {86, 0},       {88, 0},      {89, 1},          {90, 1},
-    {91, 0},          {95, 1},     {97, 232448},  {99, 1},      {106, 32},        {108, 0},
-    {109, 134213632}, {111, 1024}, {115, 1},      {120, 1},     {125, 1},         {126, 4},
-    {130, 0},         {131, -1},   {133, 0},      {134, -1},
-};
 
 constexpr CudaError kInvalidKernelImage = 200;
 
@@ -79,7 +64,7 @@ class HostExecutor final : public Executor {
     out.name = "rgpu host backend (test double, no GPU)";
     for (int i = 0; i < 16; ++i) out.uuid[i] = static_cast<uint8_t>(0xA0 + i + dev);
     out.total_mem = ledgers_[dev]->capacity();
-    out.attrs.assign(std::begin(kAttrs), std::end(kAttrs));
+    out.attrs = host_device_attributes();
     out.attrs.push_back({33, dev + 1});  // distinct PCI bus ids per emulated device
     return Status::success();
   }
@@ -625,7 +610,7 @@ class HostExecutor final : public Executor {
   std::vector<Kernel> kernels_;
   std::vector<std::unique_ptr<HostStreams>> streams_;
   HostDeviceState state_;
-  HostIpc ipc_;  // CUDA IPC (host_ipc.h)
+  HostIpc ipc_;        // CUDA IPC (host_ipc.h)
   HostArrays arrays_;  // CUDA arrays, texture and surface objects (host_arrays.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and

@@ -35,16 +35,25 @@ const void* unwrap(const void* image) {
   return image;
 }
 
-CUresult load(void** out, const void* image, size_t size = 0) {
+// A module needs a current context; a library does not (CUDA 12's libraries are loaded into a
+// context when first used there: NVIDIA's runtime loads them before it makes one current).
+CUresult load(void** out, const void* image, size_t size = 0, bool library = false) {
   RGPU_INIT();
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
   int dev = 0;
-  if (client::Error e = cuda_fe::current_device(&dev); e != err::Success) return to_driver(e);
+  if (client::Error e = cuda_fe::current_device(&dev); e != err::Success) {
+    if (!library) return to_driver(e);
+    dev = -1;
+  }
   client::Module* m = nullptr;
   image = unwrap(image);
   if (size == 0 && client::image_size(image) == 0) return CUDA_ERROR_INVALID_IMAGE;
   CUresult r = to_driver(core().module_load(image, size, &m));
   if (r != CUDA_SUCCESS) return r;
+  if (dev < 0) {
+    *out = m;
+    return CUDA_SUCCESS;
+  }
   // Loading on the device now reports a bad image at load time, as the driver does.
   const client::LoadedModule* lm = nullptr;
   if (CUresult r2 = to_driver(core().module_on(m, dev, &lm)); r2 != CUDA_SUCCESS) {
@@ -55,7 +64,7 @@ CUresult load(void** out, const void* image, size_t size = 0) {
   return CUDA_SUCCESS;
 }
 
-CUresult load_file(void** out, const char* path) {
+CUresult load_file(void** out, const char* path, bool library = false) {
   if (!out || !path) return CUDA_ERROR_INVALID_VALUE;
   std::ifstream f(path, std::ios::binary);
   if (!f) {
@@ -64,7 +73,7 @@ CUresult load_file(void** out, const char* path) {
   }
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   bytes.push_back('\0');  // PTX text needs its terminating NUL
-  return load(out, bytes.data(), bytes.size());
+  return load(out, bytes.data(), bytes.size(), library);
 }
 
 client::Module* valid_module(const void* h) {
@@ -157,13 +166,13 @@ RGPU_CU CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
 
 RGPU_CU CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**,
                                    unsigned int, CUlibraryOption*, void**, unsigned int) {
-  return load(reinterpret_cast<void**>(library), code);
+  return load(reinterpret_cast<void**>(library), code, 0, true);
 }
 RGPU_CU CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option*,
                                        void**, unsigned int, CUlibraryOption*, void**,
                                        unsigned int) {
   RGPU_INIT();
-  return load_file(reinterpret_cast<void**>(library), fileName);
+  return load_file(reinterpret_cast<void**>(library), fileName, true);
 }
 RGPU_CU CUresult cuLibraryUnload(CUlibrary library) {
   RGPU_INIT();
