@@ -20,6 +20,7 @@ struct GraphNode {
   std::shared_ptr<const std::vector<char>> payload;  // a host-to-device copy's bytes
   std::vector<uint64_t> deps;
   bool removed = false;
+  bool disabled = false;  // in an executable graph: skipped by a launch (cudaGraphNodeSetEnabled)
 };
 
 struct Graph {

@@ -107,7 +107,10 @@ struct CudaDriver {
   X(cuMemExportToShareableHandle, CUresult (*)(void*, CUmemGenericAllocationHandle,            \
                                                CUmemAllocationHandleType, unsigned long long)) \
   X(cuMemImportFromShareableHandle,                                                            \
-    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))
+    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))           \
+  /* ---- graphs3 */                                                                           \
+  X(cuStreamSetAttribute, CUresult (*)(CUstream, CUstreamAttrID, const CUstreamAttrValue*))    \
+  X(cuStreamGetAttribute, CUresult (*)(CUstream, CUstreamAttrID, CUstreamAttrValue*))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \
