@@ -274,6 +274,12 @@ class Client {
   // The copies of the child graph that child-graph node `n` flattened into `x` take `child`'s
   // nodes (same shape).
   CudaError graph_exec_child(GraphExec* x, GraphNode* n, Graph* child);
+  // Capture on `s` into the existing graph `g`, after `deps` (cudaStreamBeginCaptureToGraph);
+  // capture_end then returns `g` with the captured nodes added.
+  CudaError capture_to(const Stream& s, Graph* g, const std::vector<GraphNode*>& deps,
+                       unsigned mode);
+  // The nodes the capturing stream's next node depends on: `deps` (set) or also `deps`.
+  CudaError capture_deps(const Stream& s, const std::vector<GraphNode*>& deps, bool set);
   // ---- pools (client/pools.cc): stream-ordered allocation and mapped page-locked memory
   // A memory pool of a virtual device: the server's pool `id` (0: the device's default pool).
   struct MemPool {

@@ -372,11 +372,15 @@ CudaError Client::capture_end(const Stream& s, Graph** out) {
     }
   }
   *out = nullptr;
+  const bool into = g && g->capture_into;
+  if (g && e != 903) g->capture_into = false;
   if (e != err::Success) {
-    if (e != 903) delete g;
+    if (e != 903 && !into) delete g;
     return e;
   }
   if (!g) return err::Unknown;
+  if (into)  // the nodes it had keep what the client knows of them
+    std::erase_if(rep.nodes, [&](const GraphNodeInfo& i) { return i.id <= g->capture_base; });
   adopt(g, rep.nodes);
   *out = g;
   return err::Success;

@@ -41,6 +41,9 @@ struct Graph {
   uint64_t id = 0;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // nodes[i]->id == i + 1
   const Graph* origin = nullptr;                  // the graph this one was cloned from
+  // Being captured into by cudaStreamBeginCaptureToGraph: it had `capture_base` nodes before.
+  bool capture_into = false;
+  size_t capture_base = 0;
   GraphNode* node(uint64_t id) const {
     return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
   }

@@ -73,4 +73,51 @@ CudaError Client::graph_exec_child(GraphExec* x, GraphNode* n, Graph* child) {
       GraphExecChildReq{x->gpu, x->id, n->child_first, n->child_count, child->id});
 }
 
+CudaError Client::capture_to(const Stream& s, Graph* g, const std::vector<GraphNode*>& deps,
+                             unsigned mode) {
+  if (!g || mode > 2) return err::InvalidValue;
+  if (s.id == 0) return 900;  // cudaErrorStreamCaptureUnsupported: the legacy stream
+  if (s.device != g->device) return err::InvalidValue;
+  std::vector<uint64_t> ids;
+  for (GraphNode* n : deps) {
+    if (!n || n->graph != g || !n->listed()) return err::InvalidValue;
+    ids.push_back(n->id);
+  }
+  // The server refuses a graph already being captured into (cudaErrorIllegalState).
+  if (CudaError e = g->link->call<GraphCaptureToMsg>(
+          GraphCaptureToReq{g->gpu, s.id, g->id, std::move(ids), mode});
+      e != err::Success)
+    return e;
+  std::lock_guard<std::mutex> lock(graphs_mu_);
+  g->capture_into = true;
+  g->capture_base = g->nodes.size();
+  capturing_[{g->link, g->id}] = g;
+  return err::Success;
+}
+
+CudaError Client::capture_deps(const Stream& s, const std::vector<GraphNode*>& deps, bool set) {
+  ServerLink* l = nullptr;
+  if (CudaError e = graph_link(s.device, &l); e != err::Success) return e;
+  GraphCaptureInfoRep info;
+  if (CudaError e =
+          l->call<GraphCaptureInfoMsg>(GraphObjectReq{devices_[s.device].spec.gpu, s.id}, &info);
+      e != err::Success)
+    return e;
+  if (info.status != 1) return 401;  // cudaErrorIllegalState: not capturing
+  Graph* g = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(graphs_mu_);
+    auto it = capturing_.find({l, info.graph});
+    if (it != capturing_.end()) g = it->second;
+  }
+  std::vector<uint64_t> ids;
+  for (GraphNode* n : deps) {
+    // Only nodes the client has handles for: those of a graph captured into (made before).
+    if (!n || !g || n->graph != g || !n->listed()) return err::InvalidValue;
+    ids.push_back(n->id);
+  }
+  return l->call<GraphCaptureDepsMsg>(
+      GraphCaptureDepsReq{devices_[s.device].spec.gpu, s.id, std::move(ids), set});
+}
+
 }  // namespace rgpu::client

@@ -54,4 +54,28 @@ struct GraphExecChildReq {
 };
 using GraphExecChildRep = Empty;
 
+// cudaStreamBeginCaptureToGraph: `stream` captures into existing graph `graph`, its first
+// captured nodes after `deps` (nodes of that graph).  The end of the capture (GraphEndCapture)
+// reports every node of the graph; a failed capture takes its nodes away again.
+struct GraphCaptureToReq {
+  uint32_t device = 0;
+  uint64_t stream = 0;
+  uint64_t graph = 0;
+  std::vector<uint64_t> deps;
+  uint32_t mode = 0;
+  RGPU_FIELDS(device, stream, graph, deps, mode)
+};
+using GraphCaptureToRep = Empty;
+
+// cudaStreamUpdateCaptureDependencies: the nodes a capturing stream's next node depends on
+// become `deps` (set) or also include them.
+struct GraphCaptureDepsReq {
+  uint32_t device = 0;
+  uint64_t stream = 0;
+  std::vector<uint64_t> deps;
+  bool set = false;
+  RGPU_FIELDS(device, stream, deps, set)
+};
+using GraphCaptureDepsRep = Empty;
+
 }  // namespace rgpu::proto

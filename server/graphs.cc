@@ -265,7 +265,12 @@ Status Session::on(GraphEndCaptureMsg, const GraphEndCaptureReq& q, GraphEndCapt
     s = Status::fail(kCaptureUnjoined,
                      "a stream forked from the capture was not joined back into its origin stream");
   if (!s.ok()) {
-    graphs_.graphs.erase(graph);
+    if (seq.into_existing) {
+      g.nodes.resize(seq.existing);
+      g.capturing = false;
+    } else {
+      graphs_.graphs.erase(graph);
+    }
     return s;
   }
   g.capturing = false;

@@ -43,6 +43,8 @@ struct CaptureSequence {
   uint32_t mode = 0;
   uint64_t sequence = 0;
   bool invalidated = false;
+  bool into_existing = false;  // cudaStreamBeginCaptureToGraph: a failure keeps the graph's
+  size_t existing = 0;         // first `existing` nodes
 };
 
 struct GraphState {

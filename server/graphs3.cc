@@ -143,4 +143,54 @@ Status Session::on(GraphExecChildMsg, const GraphExecChildReq& q, Empty&) {
   return Status::success();
 }
 
+// ---- capture into an existing graph; a capturing stream's dependencies
+// ----------------------------------------------------------------------------------------------
+
+Status Session::on(GraphCaptureToMsg, const GraphCaptureToReq& q, Empty&) {
+  uint64_t h = 0;
+  if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
+  if (q.stream == 0) return Status::fail(900, "the legacy default stream cannot be captured");
+  if (graphs_.streams.count(q.stream))
+    return Status::fail(kIllegalState, "the stream is already capturing");
+  if (q.mode > 2) return Status::fail(err::InvalidValue, "bad stream capture mode");
+  Graph* g = nullptr;
+  if (Status s = graph_of(q.graph, g); !s.ok()) return s;
+  if (g->capturing) return Status::fail(kIllegalState, "the graph is already being captured into");
+  if (g->device != q.device)
+    return Status::fail(err::InvalidValue, "the graph belongs to another GPU");
+  std::vector<uint64_t> deps = q.deps;
+  for (uint64_t d : deps)
+    if (d == 0 || d > g->nodes.size() || g->nodes[d - 1].removed)
+      return Status::fail(err::InvalidValue, "a capture dependency is not a node of the graph");
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  g->capturing = true;
+  CaptureSequence seq{q.graph, q.stream, q.mode, graphs_.next_sequence++};
+  seq.into_existing = true;
+  seq.existing = g->nodes.size();
+  graphs_.captures[q.graph] = seq;
+  graphs_.streams[q.stream] = GraphState::Capturing{q.graph, std::move(deps)};
+  return Status::success();
+}
+
+Status Session::on(GraphCaptureDepsMsg, const GraphCaptureDepsReq& q, Empty&) {
+  uint64_t h = 0;
+  if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
+  auto st = graphs_.streams.find(q.stream);
+  if (st == graphs_.streams.end())
+    return Status::fail(kIllegalState, "the stream is not capturing");
+  Graph* g = nullptr;
+  if (Status s = graph_of(st->second.graph, g); !s.ok()) return s;
+  for (uint64_t d : q.deps)
+    if (d == 0 || d > g->nodes.size() || g->nodes[d - 1].removed)
+      return Status::fail(err::InvalidValue,
+                          "a capture dependency is not a node of the graph being captured");
+  auto& tail = st->second.tail;
+  if (q.set) tail.clear();
+  tail.insert(tail.end(), q.deps.begin(), q.deps.end());
+  std::sort(tail.begin(), tail.end());
+  tail.erase(std::unique(tail.begin(), tail.end()), tail.end());
+  return Status::success();
+}
+
 }  // namespace rgpu::server

@@ -384,3 +384,63 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
       return ret(err::NotSupported);
   }
 }
+
+// ---- capture into an existing graph; a capturing stream's dependencies
+// ------------------------------------------------------------------------------------------------
+
+namespace {
+
+bool plain_edges(const cudaGraphEdgeData* edges, size_t n) {
+  if (edges)
+    for (size_t i = 0; i < n; ++i)
+      if (edges[i].from_port || edges[i].to_port || edges[i].type) {
+        LOG_WARN("rgpu: graph edges with ports or types (programmatic edges) are not supported");
+        return false;
+      }
+  return true;
+}
+
+cudaError_t capture_to(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                       const cudaGraphEdgeData* edges, size_t n, cudaStreamCaptureMode mode,
+                       bool pt) {
+  if (!graph || (n && !deps)) return ret(err::InvalidValue);
+  if (!plain_edges(edges, n)) return ret(err::NotSupported);
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  return ret(core().capture_to(s, G(graph), deps_of(deps, n), static_cast<unsigned>(mode)));
+}
+
+cudaError_t update_deps(cudaStream_t stream, cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
+                        size_t n, unsigned flags, bool pt) {
+  if ((n && !deps) || flags > cudaStreamSetCaptureDependencies) return ret(err::InvalidValue);
+  if (!plain_edges(edges, n)) return ret(err::NotSupported);
+  client::Stream s;
+  if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
+  return ret(core().capture_deps(s, deps_of(deps, n), flags == cudaStreamSetCaptureDependencies));
+}
+
+}  // namespace
+
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                          const cudaGraphNode_t* deps,
+                                          const cudaGraphEdgeData* edges, size_t n,
+                                          cudaStreamCaptureMode mode) {
+  return capture_to(stream, graph, deps, edges, n, mode, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                           const cudaGraphNode_t* deps,
+                                                           const cudaGraphEdgeData* edges, size_t n,
+                                                           cudaStreamCaptureMode mode) {
+  return capture_to(stream, graph, deps, edges, n, mode, true);
+}
+cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* deps,
+                                                const cudaGraphEdgeData* edges, size_t n,
+                                                unsigned flags) {
+  return update_deps(stream, deps, edges, n, flags, false);
+}
+RGPU_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream,
+                                                                 cudaGraphNode_t* deps,
+                                                                 const cudaGraphEdgeData* edges,
+                                                                 size_t n, unsigned flags) {
+  return update_deps(stream, deps, edges, n, flags, true);
+}

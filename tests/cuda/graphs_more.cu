@@ -1,8 +1,8 @@
 // More of the graph API and stream attributes: stream attributes set, read back and copied;
 // cudaGraphAddNode; kernel, memcpy and memset node parameter queries; nodes disabled and enabled
 // in an executable graph; a node destroyed; a child-graph node's graph and its replacement in an
-// executable graph; copy nodes to and from a symbol.  Prints the same lines natively and through
-// rgpu.
+// executable graph; copy nodes to and from a symbol; capture into an existing graph with a
+// dependency added during the capture.  Prints the same lines natively and through rgpu.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -234,6 +234,30 @@ int main() {
                                                  cudaMemcpyHostToDevice));
   EXPECT_OK(cudaGraphExecDestroy(x));
   EXPECT_OK(cudaGraphDestroy(g));
+
+  // 7. Capture into an existing graph after one of its nodes; a dependency added in capture.
+  cudaGraph_t pre = memset_graph(d, n, 2), out = nullptr;
+  REQUIRE_OK(pre ? cudaSuccess : cudaErrorUnknown);
+  cudaGraphNode_t first;
+  size_t one = 1;
+  EXPECT_OK(cudaGraphGetNodes(pre, &first, &one));
+  EXPECT_OK(cudaStreamBeginCaptureToGraph(s, pre, &first, nullptr, 1, cudaStreamCaptureModeGlobal));
+  add_one<<<(n + 127) / 128, 128, 0, s>>>(d, n);
+  EXPECT_OK(
+      cudaStreamUpdateCaptureDependencies(s, &first, nullptr, 1, cudaStreamAddCaptureDependencies));
+  add_one<<<(n + 127) / 128, 128, 0, s>>>(d, n);
+  EXPECT_OK(cudaStreamEndCapture(s, &out));
+  EXPECT_TRUE(out == pre, "the capture ended in the graph it was given");
+  nodes = edges = 0;
+  EXPECT_OK(cudaGraphGetNodes(pre, nullptr, &nodes));
+  EXPECT_OK(cudaGraphGetEdges(pre, nullptr, nullptr, nullptr, &edges));
+  EXPECT_TRUE(nodes == 3 && edges == 3, "3 nodes, 3 edges (the added dependency included)");
+  REQUIRE_OK(cudaGraphInstantiate(&x, pre, 0));
+  EXPECT_OK(cudaGraphLaunch(x, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d, n, 0x02020202 + 2), "the existing node, then the captured kernels");
+  EXPECT_OK(cudaGraphExecDestroy(x));
+  EXPECT_OK(cudaGraphDestroy(pre));
 
   EXPECT_OK(cudaStreamDestroy(s));
   EXPECT_OK(cudaStreamDestroy(s2));
