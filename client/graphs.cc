@@ -238,9 +238,11 @@ CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps,
   for (const GraphNodeInfo& i : rep.nodes)
     for (uint64_t d : i.deps)
       if (d > base && d - base < used.size()) used[d - base] = true;
-  for (const GraphNodeInfo& i : rep.nodes)
-    if (!used[i.id - base]) last.push_back(g->node(i.id));
-  if (rep.nodes.empty()) last = deps;
+  for (const GraphNodeInfo& i : rep.nodes) {
+    const GraphNode* orig = child->node(i.id - base);
+    if (!used[i.id - base] && !(orig && orig->removed)) last.push_back(g->node(i.id));
+  }
+  if (last.empty()) last = deps;
   for (const GraphNodeInfo& i : rep.nodes) {
     GraphNode* copy = g->node(i.id);
     copy->inner = true;

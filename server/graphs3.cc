@@ -73,10 +73,8 @@ Status Session::on(GraphNodeOpMsg, const GraphNodeOpReq& q, Empty&) {
     if (q.node == 0 || q.node > g->nodes.size() || g->nodes[q.node - 1].removed)
       return Status::fail(err::InvalidValue, "no such node in the graph");
     GraphNode& n = g->nodes[q.node - 1];
-    n.removed = true;
+    n.removed = true;  // its request stays: copies of the graph (child graphs) still decode it
     n.deps.clear();
-    n.body.clear();
-    n.payload.reset();
     for (GraphNode& m : g->nodes)
       m.deps.erase(std::remove(m.deps.begin(), m.deps.end(), q.node), m.deps.end());
     return Status::success();

@@ -192,6 +192,21 @@ int main() {
   EXPECT_TRUE(all_equal(d, n, 0x05050505 + 1), "the executable graph took the new child graph");
   EXPECT_OK(cudaGraphExecDestroy(x));
   EXPECT_OK(cudaGraphDestroy(parent));
+  // A graph with a destroyed node as a child: the node stays gone.
+  cudaGraph_t c9 = memset_graph(d, n, 9);
+  cudaGraphNode_t gone, holder;
+  REQUIRE_OK(c9 ? cudaSuccess : cudaErrorUnknown);
+  EXPECT_OK(cudaGraphAddNode(&gone, c9, nullptr, nullptr, 0, &np));
+  EXPECT_OK(cudaGraphDestroyNode(gone));
+  REQUIRE_OK(cudaGraphCreate(&parent, 0));
+  EXPECT_OK(cudaGraphAddChildGraphNode(&holder, parent, nullptr, 0, c9));
+  REQUIRE_OK(cudaGraphInstantiate(&x, parent, 0));
+  EXPECT_OK(cudaGraphLaunch(x, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d, n, 0x09090909), "a destroyed node of a child graph does not run");
+  EXPECT_OK(cudaGraphExecDestroy(x));
+  EXPECT_OK(cudaGraphDestroy(parent));
+  EXPECT_OK(cudaGraphDestroy(c9));
   EXPECT_OK(cudaGraphDestroy(c3));
   EXPECT_OK(cudaGraphDestroy(c5));
 
