@@ -200,6 +200,12 @@ class Executor {
   };
   virtual Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) = 0;
 
+  // ---- graphs3
+  // A stream's attribute (cuStreamSetAttribute / cuStreamGetAttribute): `a.id` in
+  // CUstreamAttrID numbering, its value encoded as a launch attribute's (LaunchAttribute).
+  virtual Status stream_set_attribute(int dev, uint64_t stream, const LaunchAttribute& a) = 0;
+  virtual Status stream_get_attribute(int dev, uint64_t stream, LaunchAttribute& a) = 0;
+
   // ---- ipc
   // CUDA IPC (server/ipc.cc): the mapping that holds `ptr` on `dev` as a shareable descriptor (a
   // new one, the caller's to close), with the mapping's base and size and what kind of descriptor

@@ -280,6 +280,21 @@ class Client {
   // status: 0 none, 1 active, 2 invalidated.
   CudaError capture_info(const Stream& s, unsigned* status, unsigned long long* sequence,
                          Graph** graph);
+  // ---- graphs3 (client/graphs3.cc): stream attributes, node removal and enabling, child graphs
+  // Stream attribute `a.id` (cudaStreamAttrID): set it (op 0), read it into `a` (op 1), or copy
+  // every attribute of `src` onto `s` (op 2).  Values encoded as launch attributes'.
+  CudaError stream_attribute(const Stream& s, unsigned op, LaunchAttribute& a, const Stream* src);
+  CudaError graph_destroy_node(GraphNode* n);
+  CudaError graph_node_enable(GraphExec* x, GraphNode* n, bool enable);
+  // The copies of the child graph that child-graph node `n` flattened into `x` take `child`'s
+  // nodes (same shape).
+  CudaError graph_exec_child(GraphExec* x, GraphNode* n, Graph* child);
+  // Capture on `s` into the existing graph `g`, after `deps` (cudaStreamBeginCaptureToGraph);
+  // capture_end then returns `g` with the captured nodes added.
+  CudaError capture_to(const Stream& s, Graph* g, const std::vector<GraphNode*>& deps,
+                       unsigned mode);
+  // The nodes the capturing stream's next node depends on: `deps` (set) or also `deps`.
+  CudaError capture_deps(const Stream& s, const std::vector<GraphNode*>& deps, bool set);
   // ---- pools (client/pools.cc): stream-ordered allocation and mapped page-locked memory
   // A memory pool of a virtual device: the server's pool `id` (0: the device's default pool).
   struct MemPool {

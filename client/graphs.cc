@@ -65,6 +65,8 @@ CudaError Client::graph_create(Graph** out) {
 CudaError Client::graph_destroy(Graph* g) {
   if (!g) return err::InvalidValue;
   CudaError e = g->link->call<GraphDestroyMsg>(GraphObjectReq{g->gpu, g->id});
+  for (const auto& n : g->nodes)
+    if (n->child) graph_destroy(n->child);
   delete g;  // nodes go with it; executable graphs are the server's copies
   return e;
 }
@@ -236,10 +238,24 @@ CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps,
   for (const GraphNodeInfo& i : rep.nodes)
     for (uint64_t d : i.deps)
       if (d > base && d - base < used.size()) used[d - base] = true;
-  for (const GraphNodeInfo& i : rep.nodes)
-    if (!used[i.id - base]) last.push_back(g->node(i.id));
-  if (rep.nodes.empty()) last = deps;
-  return graph_add(g, last, 0, {}, nullptr, 0, out);
+  for (const GraphNodeInfo& i : rep.nodes) {
+    const GraphNode* orig = child->node(i.id - base);
+    if (!used[i.id - base] && !(orig && orig->removed)) last.push_back(g->node(i.id));
+  }
+  if (last.empty()) last = deps;
+  for (const GraphNodeInfo& i : rep.nodes) {
+    GraphNode* copy = g->node(i.id);
+    copy->inner = true;
+    if (const GraphNode* orig = child->node(i.id - base)) copy->removed = orig->removed;
+  }
+  if (CudaError e = graph_add(g, last, 0, {}, nullptr, 0, out); e != err::Success) return e;
+  // What queries see: a child-graph node after `deps`, embedding a copy of `child`.
+  GraphNode* n = *out;
+  n->kind = 4;  // cudaGraphNodeTypeGraph
+  n->deps = deps;
+  n->child_first = base + 1;
+  n->child_count = rep.nodes.size();
+  return graph_clone(child, &n->child);
 }
 
 CudaError Client::graph_edges(Graph* g, const std::vector<GraphNode*>& from,
@@ -273,6 +289,18 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
       m->event = n->event;
       m->host_fn = n->host_fn;
       m->host_data = n->host_data;
+      m->removed = n->removed;
+      m->inner = n->inner;
+      m->kind = n->kind;
+      m->params = n->params;
+      m->child_first = n->child_first;
+      m->child_count = n->child_count;
+      if (n->kind == 4) {
+        m->deps.clear();
+        for (GraphNode* d : n->deps) m->deps.push_back(c->node(d->id));
+      }
+      if (n->child)
+        if (CudaError e = graph_clone(n->child, &m->child); e != err::Success) return e;
     }
   *out = c.release();
   return err::Success;
@@ -347,11 +375,15 @@ CudaError Client::capture_end(const Stream& s, Graph** out) {
     }
   }
   *out = nullptr;
+  const bool into = g && g->capture_into;
+  if (g && e != 903) g->capture_into = false;
   if (e != err::Success) {
-    if (e != 903) delete g;
+    if (e != 903 && !into) delete g;
     return e;
   }
   if (!g) return err::Unknown;
+  if (into)  // the nodes it had keep what the client knows of them
+    std::erase_if(rep.nodes, [&](const GraphNodeInfo& i) { return i.id <= g->capture_base; });
   adopt(g, rep.nodes);
   *out = g;
   return err::Success;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace rgpu::client {
@@ -22,6 +23,15 @@ struct GraphNode {
   Event* event = nullptr;
   void (*host_fn)(void*) = nullptr;
   void* host_data = nullptr;
+  bool removed = false;  // cudaGraphDestroyNode: no longer part of the graph
+  bool inner = false;    // a copy of a child graph's node, flattened in: not listed by queries
+  bool listed() const { return !removed && !inner; }
+  // A child-graph node: the graph it embeds (a clone, owned by the node) and the ids of the copies
+  // of that graph's nodes flattened into this one's graph.
+  Graph* child = nullptr;
+  uint64_t child_first = 0, child_count = 0;
+  // The front-end's copy of the parameters last given, for cudaGraph*NodeGetParams.
+  std::shared_ptr<void> params;
 };
 
 struct Graph {
@@ -31,6 +41,9 @@ struct Graph {
   uint64_t id = 0;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // nodes[i]->id == i + 1
   const Graph* origin = nullptr;                  // the graph this one was cloned from
+  // Being captured into by cudaStreamBeginCaptureToGraph: it had `capture_base` nodes before.
+  bool capture_into = false;
+  size_t capture_base = 0;
   GraphNode* node(uint64_t id) const {
     return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
   }
@@ -52,7 +65,8 @@ struct GraphExec {
   int device = 0;
   uint32_t gpu = 0;
   uint64_t id = 0;
-  uint64_t flags = 0;  // the instantiation flags, as given
+  uint64_t flags = 0;           // the instantiation flags, as given
+  std::set<uint64_t> disabled;  // node ids disabled by cudaGraphNodeSetEnabled
 };
 
 }  // namespace rgpu::client

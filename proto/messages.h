@@ -511,6 +511,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_launch.h"
 }  // namespace rgpu::proto
 #include "proto/messages_graphs.h"  // IWYU pragma: export
+#include "proto/messages_graphs3.h"  // NOLINT(build/include_order)
 #include "proto/messages_ipc.h"     // NOLINT(build/include_order)
 #include "proto/messages_pools.h"   // NOLINT(build/include_order)
 #include "proto/messages_arrays.h"  // NOLINT(build/include_order)

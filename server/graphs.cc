@@ -265,7 +265,12 @@ Status Session::on(GraphEndCaptureMsg, const GraphEndCaptureReq& q, GraphEndCapt
     s = Status::fail(kCaptureUnjoined,
                      "a stream forked from the capture was not joined back into its origin stream");
   if (!s.ok()) {
-    graphs_.graphs.erase(graph);
+    if (seq.into_existing) {
+      g.nodes.resize(seq.existing);
+      g.capturing = false;
+    } else {
+      graphs_.graphs.erase(graph);
+    }
     return s;
   }
   g.capturing = false;
@@ -449,6 +454,7 @@ Status Session::on(GraphExecUpdateMsg, const GraphExecUpdateReq& q, Empty&) {
   if (!topological(*g, order) || !same_shape(order, it->second.order))
     return Status::fail(kGraphExecUpdateFailure,
                         "the graph's nodes or edges differ from the executable graph's");
+  for (size_t i = 0; i < order.size(); ++i) order[i].disabled = it->second.order[i].disabled;
   it->second.order = std::move(order);
   it->second.holds_payload = false;
   for (const GraphNode& n : it->second.order) it->second.holds_payload |= n.payload != nullptr;
@@ -472,7 +478,8 @@ Status Session::on(GraphLaunchMsg, const GraphLaunchReq& q, Empty&) {
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   ++graphs_.replays;
   for (const GraphNode& n : it->second.order)
-    if (Status s = replay_node(n, q.device, q.stream); !s.ok()) return s;
+    if (!n.disabled)
+      if (Status s = replay_node(n, q.device, q.stream); !s.ok()) return s;
   return Status::success();
 }
 

@@ -20,6 +20,7 @@ struct GraphNode {
   std::shared_ptr<const std::vector<char>> payload;  // a host-to-device copy's bytes
   std::vector<uint64_t> deps;
   bool removed = false;
+  bool disabled = false;  // in an executable graph: skipped by a launch (cudaGraphNodeSetEnabled)
 };
 
 struct Graph {
@@ -42,6 +43,8 @@ struct CaptureSequence {
   uint32_t mode = 0;
   uint64_t sequence = 0;
   bool invalidated = false;
+  bool into_existing = false;  // cudaStreamBeginCaptureToGraph: a failure keeps the graph's
+  size_t existing = 0;         // first `existing` nodes
 };
 
 struct GraphState {

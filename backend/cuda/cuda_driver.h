@@ -127,7 +127,10 @@ struct CudaDriver {
                                     const CUDA_TEXTURE_DESC*, const CUDA_RESOURCE_VIEW_DESC*)) \
   X(cuTexObjectDestroy, CUresult (*)(CUtexObject))                                             \
   X(cuSurfObjectCreate, CUresult (*)(CUsurfObject*, const CUDA_RESOURCE_DESC*))                \
-  X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject))
+  X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject)) \
+  /* ---- graphs3 */                                                                           \
+  X(cuStreamSetAttribute, CUresult (*)(CUstream, CUstreamAttrID, const CUstreamAttrValue*))    \
+  X(cuStreamGetAttribute, CUresult (*)(CUstream, CUstreamAttrID, CUstreamAttrValue*))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

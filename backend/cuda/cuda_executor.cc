@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_arrays.h"
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_graphs3.h"
 #include "backend/cuda/cuda_ipc.h"
 #include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/cuda_pools.h"
@@ -158,6 +159,15 @@ class CudaExecutor final : public Executor {
   Status mem_unmap(int dev, uint64_t addr, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuMemUnmap(addr, size));
+  }
+  // ---- graphs3 (cuda_graphs3.h)
+  Status stream_set_attribute(int dev, uint64_t stream, const LaunchAttribute& a) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_stream_set_attribute(drv_, cu(stream), a);
+  }
+  Status stream_get_attribute(int dev, uint64_t stream, LaunchAttribute& a) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_stream_get_attribute(drv_, cu(stream), a);
   }
   // ---- ipc (cuda_ipc.h)
   Status ipc_mem_export(int dev, uint64_t ptr, int& fd, uint64_t& base, uint64_t& size,

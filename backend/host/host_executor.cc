@@ -20,6 +20,7 @@
 #include "backend/host/host_arrays.h"
 #include "backend/host/host_attributes.h"
 #include "backend/host/host_devmem.h"
+#include "backend/host/host_graphs3.h"
 #include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
 #include "backend/host/host_streams.h"
@@ -242,12 +243,24 @@ class HostExecutor final : public Executor {
   }
 
   // ---- streams and events ----
-  Status stream_create(int dev, unsigned flags, int, uint64_t& stream) override {
+  Status stream_create(int dev, unsigned flags, int priority, uint64_t& stream) override {
     stream = streams_[dev]->create(!(flags & 1));  // cudaStreamNonBlocking = 1
+    stream_attrs_.created(dev, stream, priority);
     return Status::success();
   }
   Status stream_destroy(int dev, uint64_t stream) override {
-    return streams_[dev]->destroy(stream) ? Status::success() : no_stream();
+    if (!streams_[dev]->destroy(stream)) return no_stream();
+    stream_attrs_.destroyed(dev, stream);
+    return Status::success();
+  }
+  // ---- graphs3 (host_graphs3.h)
+  Status stream_set_attribute(int dev, uint64_t stream, const LaunchAttribute& a) override {
+    if (stream && !streams_[dev]->exists(stream)) return no_stream();
+    return stream_attrs_.set(dev, stream, a);
+  }
+  Status stream_get_attribute(int dev, uint64_t stream, LaunchAttribute& a) override {
+    if (stream && !streams_[dev]->exists(stream)) return no_stream();
+    return stream_attrs_.get(dev, stream, a);
   }
   Status stream_synchronize(int dev, uint64_t stream) override {
     FencePtr tail = streams_[dev]->tail(stream);
@@ -544,6 +557,7 @@ class HostExecutor final : public Executor {
   Status texture_destroy(int, bool surface, uint64_t object) override {
     return arrays_.texture_destroy(surface, object);
   }
+  HostStreamAttributes stream_attrs_;
   struct FailSlot {
     HostDeviceState* state;
     int dev;

@@ -3,6 +3,9 @@
 // cudaGraphExec*NodeSetParams, which differ only in their target (client::NodeTarget).
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "frontend/cudart/api.h"
 
 namespace rgpu::cudart {
@@ -19,5 +22,17 @@ CudaError host_node(const client::NodeTarget& t, const cudaHostNodeParams* p,
                     client::GraphNode** out);
 CudaError event_node(const client::NodeTarget& t, cudaEvent_t event, bool wait,
                      client::GraphNode** out);
+
+// What cudaGraph*NodeGetParams answer: a copy of the parameters last given to a node of the
+// graph (client::GraphNode::params); a kernel node's argument values are copied too.
+struct KernelNodeCopy {
+  cudaKernelNodeParams params{};
+  std::vector<std::vector<char>> args;
+  std::vector<void*> arg_ptrs;
+};
+template <class T>
+const T* node_params(const client::GraphNode* n) {
+  return n ? static_cast<const T*>(n->params.get()) : nullptr;
+}
 
 }  // namespace rgpu::cudart

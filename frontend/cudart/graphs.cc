@@ -240,17 +240,20 @@ cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t graph) {
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
   if (!graph || !count) return ret(err::InvalidValue);
-  const auto& all = G(graph)->nodes;
-  if (nodes)
-    for (size_t i = 0; i < std::min(*count, all.size()); ++i) nodes[i] = H(all[i].get());
-  *count = all.size();
+  size_t k = 0;
+  for (const auto& n : G(graph)->nodes)
+    if (n->listed()) {
+      if (nodes && k < *count) nodes[k] = H(n.get());
+      ++k;
+    }
+  *count = k;
   return cudaSuccess;
 }
 cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
   if (!graph || !count) return ret(err::InvalidValue);
   size_t k = 0;
   for (const auto& n : G(graph)->nodes)
-    if (n->deps.empty()) {
+    if (n->deps.empty() && n->listed()) {
       if (nodes && k < *count) nodes[k] = H(n.get());
       ++k;
     }

@@ -17,9 +17,25 @@ CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p
   if (p->extra) return err::NotSupported;
   client::Function* f = Registration::get().function(p->func);
   if (!f) return client::errc::InvalidDeviceFunction;
-  return core().graph_add_kernel(t, f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
-                                 {p->blockDim.x, p->blockDim.y, p->blockDim.z}, p->kernelParams,
-                                 p->sharedMemBytes, out);
+  client::GraphNode* n = nullptr;
+  CudaError e = core().graph_add_kernel(t, f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
+                                        {p->blockDim.x, p->blockDim.y, p->blockDim.z},
+                                        p->kernelParams, p->sharedMemBytes, &n);
+  if (e != err::Success) return e;
+  if (!t.exec) {
+    auto c = std::make_shared<KernelNodeCopy>();
+    c->params = *p;
+    size_t offset = 0, size = 0;
+    for (size_t i = 0; core().param_info(f, i, &offset, &size) == err::Success; ++i) {
+      const char* a = static_cast<const char*>(p->kernelParams[i]);
+      c->args.emplace_back(a, a + size);
+    }
+    for (auto& a : c->args) c->arg_ptrs.push_back(a.data());
+    c->params.kernelParams = c->arg_ptrs.empty() ? nullptr : c->arg_ptrs.data();
+    n->params = std::move(c);
+  }
+  if (out) *out = n;
+  return err::Success;
 }
 
 CudaError memcpy_node(const client::NodeTarget& t, const cudaMemcpy3DParms* p,
@@ -29,22 +45,44 @@ CudaError memcpy_node(const client::NodeTarget& t, const cudaMemcpy3DParms* p,
   if (p->srcArray || p->dstArray || p->extent.depth > 1 || p->srcPos.x || p->srcPos.y ||
       p->srcPos.z || p->dstPos.x || p->dstPos.y || p->dstPos.z)
     return err::NotSupported;
-  return core().graph_add_memcpy(t, p->dstPtr.ptr, p->dstPtr.pitch, p->srcPtr.ptr, p->srcPtr.pitch,
-                                 p->extent.width, p->extent.height ? p->extent.height : 1,
-                                 static_cast<client::CopyKind>(p->kind), out);
+  client::GraphNode* n = nullptr;
+  CudaError e = core().graph_add_memcpy(
+      t, p->dstPtr.ptr, p->dstPtr.pitch, p->srcPtr.ptr, p->srcPtr.pitch, p->extent.width,
+      p->extent.height ? p->extent.height : 1, static_cast<client::CopyKind>(p->kind), &n);
+  if (e != err::Success) return e;
+  if (!t.exec) n->params = std::make_shared<cudaMemcpy3DParms>(*p);
+  if (out) *out = n;
+  return err::Success;
 }
 
 CudaError memcpy1d_node(const client::NodeTarget& t, void* dst, const void* src, size_t count,
                         cudaMemcpyKind kind, client::GraphNode** out) {
-  return core().graph_add_memcpy(t, dst, count, src, count, count, 1,
-                                 static_cast<client::CopyKind>(kind), out);
+  client::GraphNode* n = nullptr;
+  CudaError e = core().graph_add_memcpy(t, dst, count, src, count, count, 1,
+                                        static_cast<client::CopyKind>(kind), &n);
+  if (e != err::Success) return e;
+  if (!t.exec) {  // what cudaGraphMemcpyNodeGetParams answers for a 1-D copy
+    auto c = std::make_shared<cudaMemcpy3DParms>();
+    c->srcPtr = cudaPitchedPtr{const_cast<void*>(src), count, count, 1};
+    c->dstPtr = cudaPitchedPtr{dst, count, count, 1};
+    c->extent = cudaExtent{count, 1, 1};
+    c->kind = kind;
+    n->params = std::move(c);
+  }
+  if (out) *out = n;
+  return err::Success;
 }
 
 CudaError memset_node(const client::NodeTarget& t, const cudaMemsetParams* p,
                       client::GraphNode** out) {
   if (!p) return err::InvalidValue;
   if (p->elementSize != 1 || p->height > 1) return err::NotSupported;
-  return core().graph_add_memset(t, p->dst, static_cast<int>(p->value), p->width, out);
+  client::GraphNode* n = nullptr;
+  CudaError e = core().graph_add_memset(t, p->dst, static_cast<int>(p->value), p->width, &n);
+  if (e != err::Success) return e;
+  if (!t.exec) n->params = std::make_shared<cudaMemsetParams>(*p);
+  if (out) *out = n;
+  return err::Success;
 }
 
 CudaError host_node(const client::NodeTarget& t, const cudaHostNodeParams* p,

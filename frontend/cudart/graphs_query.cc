@@ -76,7 +76,7 @@ cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t
   size_t k = 0;
   for (const auto& n : N(node)->graph->nodes)
     for (client::GraphNode* d : n->deps)
-      if (d == N(node)) {
+      if (d == N(node) && n->listed()) {
         if (out && k < *count) {
           out[k] = H(n.get());
           if (edges) edges[k] = cudaGraphEdgeData{};
@@ -93,6 +93,7 @@ cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t* from, cudaGrap
   size_t k = 0;
   for (const auto& n : G(graph)->nodes)
     for (client::GraphNode* d : n->deps) {
+      if (!n->listed()) continue;
       if (from && k < *count) {
         from[k] = H(d);
         to[k] = H(n.get());
@@ -159,6 +160,7 @@ cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned
   const bool handles = flags & (cudaGraphDebugDotFlagsHandles | cudaGraphDebugDotFlagsVerbose);
   std::fprintf(f, "digraph rgpu_graph_%llu {\n", static_cast<unsigned long long>(G(graph)->id));
   for (const auto& n : G(graph)->nodes) {
+    if (!n->listed()) continue;
     std::fprintf(f, "  n%llu [label=\"%s %llu", static_cast<unsigned long long>(n->id),
                  kind_name(n->kind), static_cast<unsigned long long>(n->id));
     if (handles) std::fprintf(f, "\\n%p", static_cast<void*>(n.get()));
@@ -166,8 +168,9 @@ cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned
   }
   for (const auto& n : G(graph)->nodes)
     for (client::GraphNode* d : n->deps)
-      std::fprintf(f, "  n%llu -> n%llu;\n", static_cast<unsigned long long>(d->id),
-                   static_cast<unsigned long long>(n->id));
+      if (n->listed())
+        std::fprintf(f, "  n%llu -> n%llu;\n", static_cast<unsigned long long>(d->id),
+                     static_cast<unsigned long long>(n->id));
   std::fprintf(f, "}\n");
   if (std::fclose(f) != 0) {
     LOG_WARN("rgpu: cudaGraphDebugDotPrint could not write %s: %s", path, std::strerror(errno));

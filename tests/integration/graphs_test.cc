@@ -36,3 +36,20 @@ TEST_P(GraphQueries, AnswerFromTheGraphsShape) {
   EXPECT_TRUE(d.alive());
 }
 INSTANTIATE_TEST_SUITE_P(Transports, GraphQueries, ::testing::Values("tcp", "shm"));
+
+// Stream attributes, cudaGraphAddNode, node parameter queries, disabled and destroyed nodes,
+// child-graph nodes' graphs and their replacement, copy nodes to and from symbols
+// (tests/cuda/graphs_more.cu).
+class GraphsMore : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GraphsMore, NodesAttributesAndSymbolsBehaveAsCuda) {
+  Daemon d({"--host-capacity", "1GiB"});
+  auto env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("graphs_more")}, env, 60);
+  EXPECT_EQ(r.status, 0) << "stdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graphs_more: passed"), std::string::npos) << r.out;
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Transports, GraphsMore, ::testing::Values("tcp", "shm"));
