@@ -296,6 +296,15 @@ class Client {
   CudaError ipc_open_mem_handle(const uint8_t* handle, int dev, void** ptr);
   CudaError ipc_close_mem_handle(void* ptr);
 
+  // ---- misc (client/misc.cc): peer access undone, RDMA flushes, atomic capabilities, IPC events
+  CudaError disable_peer_access(int peer);
+  CudaError flush_rdma_writes(uint32_t target, uint32_t scope);
+  // The capability bits of `count` atomic operations between `dev` and the host (`peer` < 0) or
+  // GPU `peer`.
+  CudaError atomic_caps(int dev, int peer, const uint32_t* ops, unsigned count, uint32_t* caps);
+  CudaError ipc_get_event_handle(Event* event, uint8_t* handle);  // kIpcHandleBytes
+  CudaError ipc_open_event_handle(const uint8_t* handle, Event** out);
+
  private:
   CudaError graph_link(int dev, ServerLink** l);
   CudaError graph_place(const NodeTarget& t, uint16_t type, std::vector<uint8_t> body,

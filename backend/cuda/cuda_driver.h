@@ -107,7 +107,13 @@ struct CudaDriver {
   X(cuMemExportToShareableHandle, CUresult (*)(void*, CUmemGenericAllocationHandle,            \
                                                CUmemAllocationHandleType, unsigned long long)) \
   X(cuMemImportFromShareableHandle,                                                            \
-    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))
+    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))             \
+  /* ---- misc */                                                                              \
+  X(cuCtxDisablePeerAccess, CUresult (*)(CUcontext))                                           \
+  X(cuFlushGPUDirectRDMAWrites,                                                                \
+    CUresult (*)(CUflushGPUDirectRDMAWritesTarget, CUflushGPUDirectRDMAWritesScope))           \
+  X(cuIpcGetEventHandle, CUresult (*)(CUipcEventHandle*, CUevent))                             \
+  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \
