@@ -44,7 +44,7 @@ CudaError Client::atomic_caps(int dev, int peer, const uint32_t* ops, unsigned c
   if (peer >= 0 && check_device(peer) != err::Success) return err::InvalidDevice;
   if (peer >= 0 && devices_[dev].link != devices_[peer].link) {
     // GPUs of two servers share no atomics.
-    memset(caps, 0, count * sizeof *caps);
+    std::memset(caps, 0, count * sizeof *caps);
     return err::Success;
   }
   CudaError e;
@@ -59,7 +59,7 @@ CudaError Client::atomic_caps(int dev, int peer, const uint32_t* ops, unsigned c
               count);
     return err::Unknown;
   }
-  memcpy(caps, rep.caps.data(), count * sizeof *caps);
+  std::memcpy(caps, rep.caps.data(), count * sizeof *caps);
   return err::Success;
 }
 
@@ -79,9 +79,9 @@ CudaError Client::ipc_get_event_handle(Event* event, uint8_t* handle) {
   e = l->call<IpcGetEventHandleMsg>(
       IpcGetEventHandleReq{devices_[event->device].spec.gpu, event->id}, &rep);
   if (e != err::Success) return e;
-  memset(handle, 0, kIpcHandleBytes);
-  memcpy(handle, kEventTag, sizeof kEventTag);
-  memcpy(handle + kTokenAt, rep.token.data(), rep.token.size());
+  std::memset(handle, 0, kIpcHandleBytes);
+  std::memcpy(handle, kEventTag, sizeof kEventTag);
+  std::memcpy(handle + kTokenAt, rep.token.data(), rep.token.size());
   return err::Success;
 }
 
@@ -99,7 +99,7 @@ CudaError Client::ipc_open_event_handle(const uint8_t* handle, Event** out) {
   if (!l) return e;
   auto* ev = new Event{dev, l->new_id(), kInterprocessFlags, ctx};
   IpcOpenEventHandleReq q{devices_[dev].spec.gpu, ev->id, {}};
-  memcpy(q.token.data(), handle + kTokenAt, q.token.size());
+  std::memcpy(q.token.data(), handle + kTokenAt, q.token.size());
   if (e = l->call<IpcOpenEventHandleMsg>(q); e != err::Success) {
     LOG_ERROR(
         "cudaIpcOpenEventHandle on device %d failed with error %d (RGPU_LOG=info shows the "

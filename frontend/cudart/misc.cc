@@ -10,6 +10,7 @@
 using rgpu::cudart::core;
 using rgpu::cudart::ret;
 namespace err = rgpu::err;
+using rgpu::CudaError;
 using rgpu::client::Logs;
 
 static_assert(sizeof(cudaIpcEventHandle_t) == rgpu::client::Client::kIpcHandleBytes);
