@@ -242,8 +242,7 @@ class Executor {
                                   uint32_t& /*kind*/) {
     return Status::fail(err::NotSupported, "this backend cannot share events (CUDA IPC)");
   }
-  virtual Status ipc_event_import(int /*dev*/, int /*fd*/, uint32_t /*kind*/,
-                                  uint64_t& /*event*/) {
+  virtual Status ipc_event_import(int /*dev*/, int /*fd*/, uint32_t /*kind*/, uint64_t& /*event*/) {
     return Status::fail(err::NotSupported, "this backend cannot open another session's event");
   }
 };

@@ -57,7 +57,8 @@ std::string Logs::dump(uint32_t* it) {
     out = truncated_note(first_ - from) + "\n";
     from = first_;
   }
-  for (uint32_t i = from; static_cast<int32_t>(end - i) > 0; ++i) out += kept_[i - first_].text + "\n";
+  for (uint32_t i = from; static_cast<int32_t>(end - i) > 0; ++i)
+    out += kept_[i - first_].text + "\n";
   if (it) *it = end;
   return out;
 }

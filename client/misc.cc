@@ -25,8 +25,7 @@ CudaError Client::disable_peer_access(int peer) {
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
-  return l->call<DeviceDisablePeerMsg>(
-      PeerReq{devices_[dev].spec.gpu, devices_[peer].spec.gpu});
+  return l->call<DeviceDisablePeerMsg>(PeerReq{devices_[dev].spec.gpu, devices_[peer].spec.gpu});
 }
 
 CudaError Client::flush_rdma_writes(uint32_t target, uint32_t scope) {
@@ -50,7 +49,8 @@ CudaError Client::atomic_caps(int dev, int peer, const uint32_t* ops, unsigned c
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
-  DeviceAtomicCapsReq q{devices_[dev].spec.gpu, peer < 0 ? -1 : static_cast<int32_t>(devices_[peer].spec.gpu),
+  DeviceAtomicCapsReq q{devices_[dev].spec.gpu,
+                        peer < 0 ? -1 : static_cast<int32_t>(devices_[peer].spec.gpu),
                         std::vector<uint32_t>(ops, ops + count)};
   DeviceAtomicCapsRep rep;
   if (e = l->call<DeviceAtomicCapsMsg>(q, &rep); e != err::Success) return e;

@@ -50,14 +50,13 @@ Status Session::on(DeviceAtomicCapsMsg, const DeviceAtomicCapsReq& q, DeviceAtom
                           "same GPU");
   }
   if (q.ops.empty() || q.ops.size() > kMaxAtomicOps)
-    return Status::fail(err::InvalidValue, "atomic capabilities of " +
-                                               std::to_string(q.ops.size()) +
-                                               " operations asked (1 to 64)");
+    return Status::fail(
+        err::InvalidValue,
+        "atomic capabilities of " + std::to_string(q.ops.size()) + " operations asked (1 to 64)");
   return exec_.atomic_caps(static_cast<int>(q.device), q.peer, q.ops, rep.caps);
 }
 
-Status Session::on(IpcGetEventHandleMsg, const IpcGetEventHandleReq& q,
-                   IpcGetEventHandleRep& rep) {
+Status Session::on(IpcGetEventHandleMsg, const IpcGetEventHandleReq& q, IpcGetEventHandleRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (config_.control < 0)
     return Status::fail(err::NotSupported,
@@ -66,8 +65,7 @@ Status Session::on(IpcGetEventHandleMsg, const IpcGetEventHandleReq& q,
   if (Status s = event_of(q.device, q.event, h); !s.ok()) return s;
   int fd = -1;
   uint32_t kind = 0;
-  if (Status s = exec_.ipc_event_export(static_cast<int>(q.device), h, fd, kind); !s.ok())
-    return s;
+  if (Status s = exec_.ipc_event_export(static_cast<int>(q.device), h, fd, kind); !s.ok()) return s;
   std::string why = ipc_export(config_.control, fd,
                                IpcMeta{0, 0, static_cast<int32_t>(q.device), kind}, rep.token);
   close(fd);

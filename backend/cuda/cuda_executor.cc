@@ -11,8 +11,8 @@
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_ipc.h"
-#include "backend/cuda/cuda_misc.h"
 #include "backend/cuda/cuda_launch.h"
+#include "backend/cuda/cuda_misc.h"
 #include "backend/cuda/cuda_pools.h"
 #include "backend/gate.h"
 #include "common/log.h"
@@ -185,9 +185,9 @@ class CudaExecutor final : public Executor {
   }
   Status flush_rdma_writes(int dev, uint32_t target, uint32_t scope) override {
     if (Status s = use(dev); !s.ok()) return s;
-    return check(drv_.cuFlushGPUDirectRDMAWrites(
-        static_cast<CUflushGPUDirectRDMAWritesTarget>(target),
-        static_cast<CUflushGPUDirectRDMAWritesScope>(scope)));
+    return check(
+        drv_.cuFlushGPUDirectRDMAWrites(static_cast<CUflushGPUDirectRDMAWritesTarget>(target),
+                                        static_cast<CUflushGPUDirectRDMAWritesScope>(scope)));
   }
   Status atomic_caps(int dev, int peer, const std::vector<uint32_t>& ops,
                      std::vector<uint32_t>& caps) override {

@@ -29,18 +29,18 @@ Status fail(const CudaDriver& drv, CUresult r, const std::string& what) {
 
 Status cuda_atomic_caps(const CudaDriver& drv, CUdevice dev, CUdevice peer, bool host,
                         const std::vector<uint32_t>& ops, std::vector<uint32_t>& caps) {
-  const char* name = host ? "cuDeviceGetHostAtomicCapabilities" : "cuDeviceGetP2PAtomicCapabilities";
+  const char* name =
+      host ? "cuDeviceGetHostAtomicCapabilities" : "cuDeviceGetP2PAtomicCapabilities";
   void* fn = driver_symbol(name);
   if (!fn)
-    return Status::fail(err::NotSupported,
-                        std::string("the server's NVIDIA driver lacks ") + name);
+    return Status::fail(err::NotSupported, std::string("the server's NVIDIA driver lacks ") + name);
   std::vector<CUatomicOperation> cu_ops;
   for (uint32_t op : ops) cu_ops.push_back(static_cast<CUatomicOperation>(op));
   caps.assign(ops.size(), 0);
   const auto n = static_cast<unsigned>(ops.size());
-  CUresult r = host ? reinterpret_cast<AtomicCapsFn>(fn)(caps.data(), cu_ops.data(), n, dev)
-                    : reinterpret_cast<P2PAtomicCapsFn>(fn)(caps.data(), cu_ops.data(), n, dev,
-                                                             peer);
+  CUresult r =
+      host ? reinterpret_cast<AtomicCapsFn>(fn)(caps.data(), cu_ops.data(), n, dev)
+           : reinterpret_cast<P2PAtomicCapsFn>(fn)(caps.data(), cu_ops.data(), n, dev, peer);
   return r == CUDA_SUCCESS ? Status::success() : fail(drv, r, name);
 }
 
@@ -52,7 +52,8 @@ Status cuda_ipc_event_export(const CudaDriver& drv, CUevent event, int& fd) {
   if (m < 0 || pwrite(m, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) {
     std::string why = strerror(errno);
     if (m >= 0) close(m);
-    return Status::fail(err::MemoryAllocation, "cannot keep an IPC event handle in a memfd: " + why);
+    return Status::fail(err::MemoryAllocation,
+                        "cannot keep an IPC event handle in a memfd: " + why);
   }
   fd = m;
   return Status::success();

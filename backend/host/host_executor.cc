@@ -19,8 +19,8 @@
 #include "backend/gate.h"
 #include "backend/host/host_devmem.h"
 #include "backend/host/host_ipc.h"
-#include "backend/host/host_misc.h"
 #include "backend/host/host_launch.h"
+#include "backend/host/host_misc.h"
 #include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
@@ -184,8 +184,9 @@ class HostExecutor final : public Executor {
     if (it == events_.end()) return no_event();
     Event& e = *it->second;
     if (!e.interprocess || e.timing)
-      return Status::fail(400, "the event was not created with cudaEventInterprocess and "
-                               "cudaEventDisableTiming");
+      return Status::fail(400,
+                          "the event was not created with cudaEventInterprocess and "
+                          "cudaEventDisableTiming");
     // A record still pending when the event is first shared counts as complete for importers.
     if (!e.shared)
       if (Status s = SharedEvent::create(e.shared); !s.ok()) return s;
@@ -325,7 +326,7 @@ class HostExecutor final : public Executor {
   }
   Status event_create(int, unsigned flags, uint64_t& event) override {
     auto e = std::make_shared<Event>();
-    e->timing = !(flags & 2);        // cudaEventDisableTiming = 2
+    e->timing = !(flags & 2);            // cudaEventDisableTiming = 2
     e->interprocess = (flags & 4) != 0;  // cudaEventInterprocess = 4
     std::lock_guard<std::mutex> lock(events_mu_);
     event = next_event_++;
@@ -596,8 +597,8 @@ class HostExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(events_mu_);
     auto it = events_.find(event);
     if (it == events_.end()) return false;
-    fence = it->second->shared ? it->second->shared->fence_now(it->second->shared)
-                               : it->second->fence;
+    fence =
+        it->second->shared ? it->second->shared->fence_now(it->second->shared) : it->second->fence;
     return true;
   }
   static void copy2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch, Rect r) {

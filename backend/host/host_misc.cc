@@ -21,9 +21,8 @@ constexpr CudaError kPeerAccessNotEnabled = 705;
 constexpr size_t kPageBytes = 4096;
 
 Status sys_fail(const char* what) {
-  return Status::fail(err::MemoryAllocation,
-                      std::string("host backend: ") + what + " for a shared event: " +
-                          strerror(errno));
+  return Status::fail(err::MemoryAllocation, std::string("host backend: ") + what +
+                                                 " for a shared event: " + strerror(errno));
 }
 
 // cudaAtomicOperation values and cudaAtomicOperationCapability bits (driver_types.h).
@@ -99,9 +98,9 @@ FencePtr SharedEvent::fence_now(const std::shared_ptr<SharedEvent>& self) {
 Status HostMisc::enable_peer(int dev, int peer) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!peers_.insert({dev, peer}).second)
-    return Status::fail(kPeerAccessAlreadyEnabled, "GPU " + std::to_string(dev) +
-                                                       " already has peer access to GPU " +
-                                                       std::to_string(peer));
+    return Status::fail(
+        kPeerAccessAlreadyEnabled,
+        "GPU " + std::to_string(dev) + " already has peer access to GPU " + std::to_string(peer));
   return Status::success();
 }
 
@@ -128,10 +127,10 @@ Status HostMisc::atomic_caps(int peer, const std::vector<uint32_t>& ops,
   caps.clear();
   for (uint32_t op : ops) {
     if (op > kLastOperation)
-      return Status::fail(err::InvalidValue,
-                          "unknown atomic operation " + std::to_string(op) + " (cudaAtomicOperation)");
+      return Status::fail(err::InvalidValue, "unknown atomic operation " + std::to_string(op) +
+                                                 " (cudaAtomicOperation)");
     uint32_t c = kScalar32 | kScalar64;
-    if (op <= 4) c |= kSigned | kUnsigned | kReduction;  // add, min, max, inc, dec
+    if (op <= 4) c |= kSigned | kUnsigned | kReduction;             // add, min, max, inc, dec
     if (op >= 5 && op <= 7) c |= kSigned | kUnsigned | kReduction;  // and, or, xor
     if (op == 8 || op == 9) c |= kSigned | kUnsigned;               // exchange, CAS
     if (op >= 10) c |= kSigned | kReduction;                        // float add, min, max

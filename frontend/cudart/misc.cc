@@ -40,9 +40,8 @@ cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
                                                const enum cudaAtomicOperation* operations,
                                                unsigned int count, int srcDevice, int dstDevice) {
   if (dstDevice < 0) return ret(err::InvalidDevice);
-  return ret(core().atomic_caps(srcDevice, dstDevice,
-                                reinterpret_cast<const uint32_t*>(operations), count,
-                                capabilities));
+  return ret(core().atomic_caps(srcDevice, dstDevice, reinterpret_cast<const uint32_t*>(operations),
+                                count, capabilities));
 }
 
 cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t event) {
@@ -65,8 +64,7 @@ cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t hand
 cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void* userData,
                                      cudaLogsCallbackHandle* callback_out) {
   if (!callbackFunc) return ret(err::InvalidValue);
-  uint64_t h = Logs::get().add_callback(
-      reinterpret_cast<Logs::Callback>(callbackFunc), userData);
+  uint64_t h = Logs::get().add_callback(reinterpret_cast<Logs::Callback>(callbackFunc), userData);
   if (callback_out) *callback_out = reinterpret_cast<cudaLogsCallbackHandle>(h);
   return cudaSuccess;
 }
