@@ -93,8 +93,6 @@ void devices() {
     cudaGetLastError();
   }
 
-  int options = 0;
-  EXPECT_OK(cudaDeviceGetAttribute(&options, cudaDevAttrGPUDirectRDMAFlushWritesOptions, 0));
   cudaError_t r = cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                                      cudaFlushGPUDirectRDMAWritesToOwner);
   printf("flush GPUDirect RDMA writes: %s\n", cudaGetErrorName(r));
