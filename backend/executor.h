@@ -272,6 +272,33 @@ class Executor {
     return no_arrays();
   }
   virtual Status texture_destroy(int, bool /*surface*/, uint64_t /*object*/) { return no_arrays(); }
+  // ---- misc
+  // cudaDeviceDisablePeerAccess: `dev` stops mapping `peer`'s memory (cudaErrorPeerAccessNotEnabled
+  // when it was not enabled).
+  virtual Status disable_peer_access(int /*dev*/, int /*peer*/) {
+    return Status::fail(err::NotSupported, "this backend cannot disable peer access");
+  }
+  // cuFlushGPUDirectRDMAWrites in `dev`'s context.
+  virtual Status flush_rdma_writes(int /*dev*/, uint32_t /*target*/, uint32_t /*scope*/) {
+    return Status::fail(err::NotSupported, "this backend cannot flush GPUDirect RDMA writes");
+  }
+  // The cudaAtomicOperationCapability bits of each operation in `ops` between `dev` and the host
+  // (`peer` < 0) or GPU `peer`.
+  virtual Status atomic_caps(int /*dev*/, int /*peer*/, const std::vector<uint32_t>& /*ops*/,
+                             std::vector<uint32_t>& /*caps*/) {
+    return Status::fail(err::NotSupported, "this backend cannot tell atomic capabilities");
+  }
+  // CUDA IPC of events (server/misc.cc): event `event` of `dev` (created with the interprocess and
+  // disable-timing flags) as a shareable descriptor (new, the caller's to close) and its kind;
+  // then, in another session, that descriptor opened as an event of this backend, which the event
+  // calls (record, query, synchronize, stream waits, destroy) take like any other.
+  virtual Status ipc_event_export(int /*dev*/, uint64_t /*event*/, int& /*fd*/,
+                                  uint32_t& /*kind*/) {
+    return Status::fail(err::NotSupported, "this backend cannot share events (CUDA IPC)");
+  }
+  virtual Status ipc_event_import(int /*dev*/, int /*fd*/, uint32_t /*kind*/, uint64_t& /*event*/) {
+    return Status::fail(err::NotSupported, "this backend cannot open another session's event");
+  }
 };
 
 }  // namespace rgpu::backend

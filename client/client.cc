@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "client/logs.h"
 #include "common/log.h"
 #include "transport/memory.h"
 
@@ -26,6 +27,7 @@ Client& Client::get() {
 }
 
 Client::Client() {
+  Logs::get();  // the logs API keeps error and warning lines from now on (client/logs.h)
   Config cfg = load_config();
   eager_bytes_ = cfg.eager_bytes;
   std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;

@@ -391,6 +391,15 @@ class Client {
   // granule and the access can now be retried.
   bool managed_fault(uint64_t addr);
 
+  // ---- misc (client/misc.cc): peer access undone, RDMA flushes, atomic capabilities, IPC events
+  CudaError disable_peer_access(int peer);
+  CudaError flush_rdma_writes(uint32_t target, uint32_t scope);
+  // The capability bits of `count` atomic operations between `dev` and the host (`peer` < 0) or
+  // GPU `peer`.
+  CudaError atomic_caps(int dev, int peer, const uint32_t* ops, unsigned count, uint32_t* caps);
+  CudaError ipc_get_event_handle(Event* event, uint8_t* handle);  // kIpcHandleBytes
+  CudaError ipc_open_event_handle(const uint8_t* handle, Event** out);
+
  private:
   std::mutex arrays_mu_;
   std::map<uint64_t, ArrayRecord> arrays_;  // live arrays (and named levels) by id

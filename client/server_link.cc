@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "channel/handshake.h"
+#include "client/logs.h"
 #include "client/tls_link.h"
 #include "common/log.h"
 #include "common/spin.h"
@@ -332,6 +333,8 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   }
   if (p.result != err::Success) {
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
+    if (!p.message.empty() && p.result != err::NotReady)  // the logs API (client/logs.h)
+      Logs::get().add(Logs::Error, std::string("rgpud: ") + name + " failed: " + p.message);
     return p.result;
   }
   if (has_pending_.load(std::memory_order_acquire)) {

@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,8 @@ struct State {
   int level = parse_level(getenv("RGPU_LOG"), Level::Warn);
   FILE* out = nullptr;  // null: stderr
 };
+
+std::atomic<Tap> g_tap{nullptr};
 
 State& state() {
   static State* s = new State;  // never destroyed: usable from atexit handlers
@@ -56,7 +59,12 @@ void init(const char* component, Level default_level) {
   s.level = parse_level(getenv("RGPU_LOG"), default_level);
 }
 
-bool enabled(Level level) { return static_cast<int>(level) <= state().level; }
+bool enabled(Level level) {
+  if (level <= Level::Warn && g_tap.load(std::memory_order_relaxed)) return true;
+  return static_cast<int>(level) <= state().level;
+}
+
+void set_tap(Tap tap) { g_tap.store(tap); }
 
 void write(Level level, const char* fmt, ...) {
   char msg[2048];
@@ -64,7 +72,10 @@ void write(Level level, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (level <= Level::Warn)
+    if (Tap tap = g_tap.load()) tap(level, msg);
   State& s = state();
+  if (static_cast<int>(level) > s.level) return;
   std::lock_guard<std::mutex> lock(s.mu);
   FILE* out = s.out ? s.out : stderr;
   if (const char* name = level_name(level))

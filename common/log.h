@@ -15,6 +15,10 @@ bool enabled(Level level);
 void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // Log lines go to `fd` (owned from now on) instead of stderr; false when it cannot be used.
 bool set_output(int fd);
+// While a tap is set, every error and warning line (whatever RGPU_LOG says) is also handed to it,
+// without the prefix, under no lock of the log (the client's logs API: client/logs.h).
+using Tap = void (*)(Level level, const char* line);
+void set_tap(Tap tap);
 
 }  // namespace rgpu::log
 

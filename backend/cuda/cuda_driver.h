@@ -130,7 +130,13 @@ struct CudaDriver {
   X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject)) \
   /* ---- graphs3 */                                                                           \
   X(cuStreamSetAttribute, CUresult (*)(CUstream, CUstreamAttrID, const CUstreamAttrValue*))    \
-  X(cuStreamGetAttribute, CUresult (*)(CUstream, CUstreamAttrID, CUstreamAttrValue*))
+  X(cuStreamGetAttribute, CUresult (*)(CUstream, CUstreamAttrID, CUstreamAttrValue*)) \
+  /* ---- misc */                                                                              \
+  X(cuCtxDisablePeerAccess, CUresult (*)(CUcontext))                                           \
+  X(cuFlushGPUDirectRDMAWrites,                                                                \
+    CUresult (*)(CUflushGPUDirectRDMAWritesTarget, CUflushGPUDirectRDMAWritesScope))           \
+  X(cuIpcGetEventHandle, CUresult (*)(CUipcEventHandle*, CUevent))                             \
+  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))
 
 #define RGPU_DECLARE(name, type) \
   using name##_fn = type;        \

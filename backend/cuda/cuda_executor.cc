@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_graphs3.h"
 #include "backend/cuda/cuda_ipc.h"
 #include "backend/cuda/cuda_launch.h"
+#include "backend/cuda/cuda_misc.h"
 #include "backend/cuda/cuda_pools.h"
 #include "backend/gate.h"
 #include "common/log.h"
@@ -186,6 +187,36 @@ class CudaExecutor final : public Executor {
   Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuMemUnmap(addr, size));
+  }
+  // ---- misc (cuda_misc.h)
+  Status disable_peer_access(int dev, int peer) override {
+    if (Status s = use(peer); !s.ok()) return s;
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuCtxDisablePeerAccess(ctx_[peer]));
+  }
+  Status flush_rdma_writes(int dev, uint32_t target, uint32_t scope) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(
+        drv_.cuFlushGPUDirectRDMAWrites(static_cast<CUflushGPUDirectRDMAWritesTarget>(target),
+                                        static_cast<CUflushGPUDirectRDMAWritesScope>(scope)));
+  }
+  Status atomic_caps(int dev, int peer, const std::vector<uint32_t>& ops,
+                     std::vector<uint32_t>& caps) override {
+    return cuda_atomic_caps(drv_, dev_[dev], peer < 0 ? 0 : dev_[peer], peer < 0, ops, caps);
+  }
+  Status ipc_event_export(int dev, uint64_t event, int& fd, uint32_t& kind) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    kind = kCudaIpcEventKind;
+    return cuda_ipc_event_export(drv_, reinterpret_cast<CUevent>(event), fd);
+  }
+  Status ipc_event_import(int dev, int fd, uint32_t kind, uint64_t& event) override {
+    if (kind != kCudaIpcEventKind)
+      return Status::fail(400, "the IPC event handle comes from another kind of backend");
+    if (Status s = use(dev); !s.ok()) return s;
+    CUevent e = nullptr;
+    Status s = cuda_ipc_event_import(drv_, fd, e);
+    event = reinterpret_cast<uint64_t>(e);
+    return s;
   }
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
     if (Status s = use(dev); !s.ok()) return s;

@@ -23,6 +23,7 @@
 #include "backend/host/host_graphs3.h"
 #include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
+#include "backend/host/host_misc.h"
 #include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
@@ -155,6 +156,42 @@ class HostExecutor final : public Executor {
     streams_[dev]->synchronize();
     return ipc_.close_import(addr, size);
   }
+  // ---- misc (host_misc.h)
+  Status disable_peer_access(int dev, int peer) override { return misc_.disable_peer(dev, peer); }
+  Status flush_rdma_writes(int, uint32_t, uint32_t) override {
+    return Status::success();  // no RDMA writes reach this test double's memory
+  }
+  Status atomic_caps(int, int peer, const std::vector<uint32_t>& ops,
+                     std::vector<uint32_t>& caps) override {
+    return HostMisc::atomic_caps(peer, ops, caps);
+  }
+  Status ipc_event_export(int, uint64_t event, int& fd, uint32_t& kind) override {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    auto it = events_.find(event);
+    if (it == events_.end()) return no_event();
+    Event& e = *it->second;
+    if (!e.interprocess || e.timing)
+      return Status::fail(400,
+                          "the event was not created with cudaEventInterprocess and "
+                          "cudaEventDisableTiming");
+    // A record still pending when the event is first shared counts as complete for importers.
+    if (!e.shared)
+      if (Status s = SharedEvent::create(e.shared); !s.ok()) return s;
+    kind = SharedEvent::kKind;
+    return e.shared->dup(fd);
+  }
+  Status ipc_event_import(int, int fd, uint32_t kind, uint64_t& event) override {
+    if (kind != SharedEvent::kKind)
+      return Status::fail(400, "the IPC event handle comes from another kind of backend");
+    auto e = std::make_shared<Event>();
+    e->timing = false;
+    e->interprocess = true;
+    if (Status s = SharedEvent::open(fd, e->shared); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(events_mu_);
+    event = next_event_++;
+    events_[event] = e;
+    return Status::success();
+  }
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
     total = ledgers_[dev]->capacity();
     uint64_t used = ledgers_[dev]->used();  // may pass capacity for a moment (reserve backs off)
@@ -229,13 +266,14 @@ class HostExecutor final : public Executor {
     can = 1;
     return Status::success();
   }
-  Status enable_peer_access(int, int) override { return Status::success(); }
+  Status enable_peer_access(int dev, int peer) override { return misc_.enable_peer(dev, peer); }
   Status synchronize(int dev) override {
     streams_[dev]->synchronize();
     return state_.failed(dev);
   }
   Status reset(int dev) override {
     state_.reset(dev);
+    misc_.reset(dev);
     streams_[dev] = std::make_unique<HostStreams>();
     std::lock_guard<std::mutex> lock(events_mu_);
     events_.clear();
@@ -287,7 +325,8 @@ class HostExecutor final : public Executor {
   }
   Status event_create(int, unsigned flags, uint64_t& event) override {
     auto e = std::make_shared<Event>();
-    e->timing = !(flags & 2);  // cudaEventDisableTiming = 2
+    e->timing = !(flags & 2);            // cudaEventDisableTiming = 2
+    e->interprocess = (flags & 4) != 0;  // cudaEventInterprocess = 4
     std::lock_guard<std::mutex> lock(events_mu_);
     event = next_event_++;
     events_[event] = e;
@@ -301,7 +340,9 @@ class HostExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(events_mu_);  // enqueueing only, no wait
     auto it = events_.find(event);
     if (it == events_.end()) return no_event();
-    FencePtr fence = streams_[dev]->submit(stream, nullptr);
+    std::function<void()> mark;  // a shared event's record completes for both sessions
+    if (auto sh = it->second->shared) mark = [sh, n = sh->next_record()] { sh->done(n); };
+    FencePtr fence = streams_[dev]->submit(stream, std::move(mark));
     if (!fence) return no_stream();
     it->second->fence = fence;
     return Status::success();
@@ -527,6 +568,8 @@ class HostExecutor final : public Executor {
   struct Event {
     FencePtr fence;  // the latest record; null: never recorded (complete)
     bool timing = true;
+    bool interprocess = false;
+    std::shared_ptr<SharedEvent> shared;  // exported or imported (host_misc.h)
   };
   // ---- devmem
   Status device_config(int dev, ConfigOp op, uint32_t key, uint64_t& value) override {
@@ -582,7 +625,8 @@ class HostExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(events_mu_);
     auto it = events_.find(event);
     if (it == events_.end()) return false;
-    fence = it->second->fence;
+    fence =
+        it->second->shared ? it->second->shared->fence_now(it->second->shared) : it->second->fence;
     return true;
   }
   static void copy2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch, Rect r) {
@@ -626,6 +670,8 @@ class HostExecutor final : public Executor {
   HostDeviceState state_;
   HostIpc ipc_;        // CUDA IPC (host_ipc.h)
   HostArrays arrays_;  // CUDA arrays, texture and surface objects (host_arrays.h)
+  HostIpc ipc_;    // CUDA IPC (host_ipc.h)
+  HostMisc misc_;  // peer access, atomics, shared events (host_misc.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)

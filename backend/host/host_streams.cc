@@ -10,13 +10,23 @@ void Fence::signal() {
 }
 
 void Fence::wait() {
+  if (wait_fn_) {
+    if (!ready()) wait_fn_();
+    signal();
+    return;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return done_; });
 }
 
 bool Fence::ready() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ || !ready_fn_) return done_;
+  }
+  if (!ready_fn_()) return false;
+  signal();
+  return true;
 }
 
 std::chrono::steady_clock::time_point Fence::when() {

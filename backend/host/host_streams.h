@@ -19,6 +19,11 @@ namespace rgpu::backend {
 
 class Fence {
  public:
+  Fence() = default;
+  // A fence whose state lies elsewhere (another process's shared event, host_misc.h): ready once
+  // `ready_fn` answers true; `wait_fn` blocks until then.
+  Fence(std::function<bool()> ready_fn, std::function<void()> wait_fn)
+      : ready_fn_(std::move(ready_fn)), wait_fn_(std::move(wait_fn)) {}
   void signal();
   void wait();
   bool ready();
@@ -29,6 +34,8 @@ class Fence {
   std::condition_variable cv_;
   bool done_ = false;
   std::chrono::steady_clock::time_point when_;
+  std::function<bool()> ready_fn_;
+  std::function<void()> wait_fn_;
 };
 using FencePtr = std::shared_ptr<Fence>;
 
