@@ -670,7 +670,6 @@ class HostExecutor final : public Executor {
   HostDeviceState state_;
   HostIpc ipc_;        // CUDA IPC (host_ipc.h)
   HostArrays arrays_;  // CUDA arrays, texture and surface objects (host_arrays.h)
-  HostIpc ipc_;    // CUDA IPC (host_ipc.h)
   HostMisc misc_;  // peer access, atomics, shared events (host_misc.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and

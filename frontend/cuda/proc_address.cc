@@ -111,17 +111,38 @@ RGPU_CU CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute
   return attribute(data, attribute_, p);
 }
 
+namespace {
+// Bytes of an attribute's value (cuda.h's documentation of CUpointer_attribute).
+size_t attribute_size(CUpointer_attribute a) {
+  switch (a) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+      return 4;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+      return sizeof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS);
+    default:
+      return 8;
+  }
+}
+}  // namespace
+
 RGPU_CU CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
                                         void** data, CUdeviceptr p) {
   RGPU_INIT();
   if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
-  // Unlike the single query, an attribute that does not apply leaves its slot zeroed/unchanged
-  // rather than failing the call; a memory type of 0 says "not CUDA memory".
+  // Unlike the single query, an attribute that does not apply gets its default (zero, NULL)
+  // rather than failing the call, as the driver does; a memory type of 0 says "not CUDA memory".
   for (unsigned i = 0; i < numAttributes; ++i) {
     if (!data[i]) return CUDA_ERROR_INVALID_VALUE;
-    if (attribute(data[i], attributes[i], p) != CUDA_SUCCESS &&
-        attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
-      *static_cast<unsigned*>(data[i]) = 0;
+    if (attribute(data[i], attributes[i], p) != CUDA_SUCCESS)
+      std::memset(data[i], 0, attribute_size(attributes[i]));
   }
   return CUDA_SUCCESS;
 }
