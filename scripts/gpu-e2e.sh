@@ -99,6 +99,23 @@ for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
     "$(verdict $rrc "$out/$p.rgpu.out")" "$(verdict $src "$out/$p.shm.out")" "$same")")
 done
 
+echo "== NVIDIA's runtime (the toolkit's libcudart.so.13) on rgpu's driver (libcuda.so.1)"
+nvrt="$out/nvrt-lib"
+mkdir -p "$nvrt"
+ln -sf "$native_lib/libcudart.so.13" "$nvrt/libcudart.so.13"
+ln -sf "$root/$build/lib/libcuda.so.1" "$nvrt/libcuda.so.1"
+nvrt() { CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$nvrt" limited "$(basename "$1")-nvrt" 60 "$@"; }
+nvrt_programs="memcpy_roundtrip errors pointer_attrs kernels_basic kernels_symbols kernels_api
+  async_streams async_stress kernels_launch_loop overlap"
+for p in ${RGPU_E2E_NVRT_PROGRAMS:-$nvrt_programs}; do
+  nvrt "$build/cuda/$p" >"$out/$p.nvrt.out" 2>"$out/$p.nvrt.err"; vrc=$?
+  same=identical
+  diff "$out/$p.native.out" "$out/$p.nvrt.out" >"$out/$p.nvrt.diff" || same=DIFFERENT
+  [ $vrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
+  rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "nvrt $p" "$(verdict 0 "$out/$p.native.out")" \
+    "$(verdict $vrc "$out/$p.nvrt.out")" "-" "$same (NVIDIA's runtime on rgpu's driver, auto transport)")")
+done
+
 echo "== stream_waits (a sync waits for its own stream only)"
 for mode in stream event d2h h2d free; do
   native limited "waits-$mode-native" 60 "$build/cuda/stream_waits" $mode >"$out/waits-$mode.native.out" 2>&1; nrc=$?
@@ -175,15 +192,23 @@ rows+=("$(printf '%-20s %-16s %-16s %s' sigkill-cleanup "-" "$kill_ok" "free GiB
 echo "== remote proof"
 CUDA_VISIBLE_DEVICES=-1 LD_DEBUG=files RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$root/$build/lib" \
   "$build/cuda/memcpy_roundtrip" >"$out/proof.out" 2>"$out/proof.err"; prc=$?
-nvidia_libs=$(grep -c 'file=libcuda\.so\|file=.*libnvidia' "$out/proof.err")
+nvidia_libs=$(grep 'calling init:' "$out/proof.err" | grep -E 'libcuda\.so|libnvidia' | grep -vc "$root/$build/lib/")
 ours=$(grep -o 'file=[^ ]*libcudart[^ ]*' "$out/proof.err" | head -1)
 sessions=$(grep -c 'session process' "$out/rgpud.log")
 if [ $prc -eq 0 ] && [ "$nvidia_libs" -eq 0 ]; then proof=ok; else proof=FAIL; failures=$((failures + 1)); fi
 rows+=("$(printf '%-20s %-16s %-16s %s' remote-proof "-" "$proof" "local GPU hidden; NVIDIA driver libs loaded by client: $nvidia_libs; runtime: ${ours#file=}; client sessions in rgpud's log: $sessions")")
+# The same with NVIDIA's runtime: the libcuda.so.1 it initialises must be rgpu's.
+CUDA_VISIBLE_DEVICES=-1 LD_DEBUG=files RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$nvrt" \
+  "$build/cuda/memcpy_roundtrip" >"$out/proof-nvrt.out" 2>"$out/proof-nvrt.err"; prc=$?
+inits=$(grep 'calling init:' "$out/proof-nvrt.err" | grep -E 'libcuda\.so|libnvidia')
+nvidia_libs=$(echo "$inits" | grep -v "^$" | grep -vc "$nvrt/libcuda.so.1")
+if [ $prc -eq 0 ] && [ "$nvidia_libs" -eq 0 ] && [ -n "$inits" ]; then proof=ok; else proof=FAIL; failures=$((failures + 1)); fi
+rows+=("$(printf '%-20s %-16s %-16s %s' remote-proof-nvrt "-" "$proof" "NVIDIA's runtime; driver libs other than rgpu's libcuda.so.1 initialised: $nvidia_libs")")
 
 echo "== example and latency"
 native "$build/examples/hello_rgpu" >"$out/hello.native" 2>&1
 remote "$build/examples/hello_rgpu" >"$out/hello.rgpu" 2>&1
+nvrt "$build/examples/hello_rgpu" >"$out/hello.nvrt" 2>&1
 bw() { grep -o 'host->device [0-9.]* GB/s, device->host [0-9.]* GB/s' "$1" | awk '{print $2"/"$5}'; }
 rate() { grep -o 'launches/s [0-9]*' "$1" | awk '{print $2}'; }
 ovl() { grep -o '([0-9.]* of the sum)' "$1" | tr -d '()' | awk '{print $1}'; }
@@ -205,6 +230,9 @@ for r in "${rows[@]}"; do echo "$r"; done
 printf '%-20s %-16s %-16s %s\n' "256MiB pinned GB/s" "$(bw "$out/hello.native")" "$(bw "$out/hello.rgpu")" "H2D/D2H, one cudaMemcpy each (rgpu: auto = shm)"
 printf '%-20s %-16s %-16s %s\n' "launches/s" "$launch_native" "$launch_rgpu" \
   "$(awk -v a="$launch_rgpu" -v b="$launch_native" 'BEGIN{if (b > 0) printf "rgpu/native %.2f", a/b}'), 100000 empty launches"
+printf '%-20s %-16s %-16s %s\n' "launches/s nvrt" "$launch_native" "$(rate "$out/kernels_launch_loop.nvrt.err")" \
+  "NVIDIA's runtime on rgpu's driver (auto transport = shm)"
+printf '%-20s %-16s %-16s %s\n' "256MiB GB/s nvrt" "$(bw "$out/hello.native")" "$(bw "$out/hello.nvrt")" "H2D/D2H, NVIDIA's runtime on rgpu's driver"
 printf '%-20s %-16s %-16s %s\n' "kernel+copy overlap" "$(ovl "$out/overlap.native.err")" \
   "$(ovl "$out/overlap.rgpu.err")" "time of both at once / sum of each alone (lower: more overlap)"
 printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
