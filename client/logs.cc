@@ -1,5 +1,6 @@
 #include "client/logs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -91,9 +92,14 @@ CudaError Logs::dump_to_memory(uint32_t* it, char* buffer, size_t* size) {
     used += need;
     --start;
   }
-  if (start == end) {  // not even the latest message fits
-    *size = 0;
-    return err::InvalidValue;
+  if (start == end) {  // not even the latest message fits: what fits of it, as natively
+    const std::string& last = kept_[end - 1 - first_].text;
+    const size_t n = std::min(room, last.size());
+    memcpy(buffer, last.data(), n);
+    if (*size) buffer[n] = '\0';
+    *size = n;
+    if (it) *it = end;
+    return err::Success;
   }
   std::string out;
   if (uint32_t left_out = (start - from) + lost) out = truncated_note(left_out) + "\n";

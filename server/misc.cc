@@ -26,7 +26,10 @@ constexpr uint32_t kMaxAtomicOps = 64;             // cudaAtomicOperation has 13
 Status Session::on(DeviceDisablePeerMsg, const PeerReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (Status s = check_device(q.peer); !s.ok()) return s;
-  if (q.device == q.peer) return Status::fail(err::InvalidDevice, "a GPU is not its own peer");
+  // Natively (H100/H200, driver 580) a GPU's own number answers "peer access not enabled".
+  if (q.device == q.peer)
+    return Status::fail(705 /* cudaErrorPeerAccessNotEnabled */,
+                        "GPU " + std::to_string(q.device) + " has no peer access to itself");
   return exec_.disable_peer_access(static_cast<int>(q.device), static_cast<int>(q.peer));
 }
 

@@ -73,6 +73,10 @@ Status cuda_array_copy(const CudaDriver& drv, const Executor::ArrayCopy& c, CUst
   side(c.dst, p.dstMemoryType, p.dstXInBytes, p.dstY, p.dstZ, p.dstDevice, p.dstArray, p.dstPitch,
        p.dstHeight);
   p.WidthInBytes = c.width, p.Height = c.height, p.Depth = c.depth;
+  // The driver refuses a linear side whose slice height is below the copy's rows, even for one
+  // slice (a 2-D copy gives none).
+  if (!c.src.array && p.srcHeight < c.height) p.srcHeight = c.height;
+  if (!c.dst.array && p.dstHeight < c.height) p.dstHeight = c.height;
   return check(drv, drv.cuMemcpy3DAsync_v2(&p, stream), "cuMemcpy3DAsync");
 }
 

@@ -173,6 +173,8 @@ Status HostArrays::query(uint64_t handle, bool mipmapped, uint32_t op,
   auto a = find(handle, mipmapped);
   if (!a) return no_handle(mipmapped ? "mipmapped array" : "array");
   if (op == 1) {  // memory requirements: what the emulation holds, 2 MiB aligned like a GPU's
+    if (!(a->spec.flags & 0x80))  // CUDA_ARRAY3D_DEFERRED_MAPPING, as the driver requires
+      return invalid("the array was not created with CUDA_ARRAY3D_DEFERRED_MAPPING");
     uint64_t bytes = a->bytes.size();
     for (auto& l : a->levels) bytes += l->bytes.size();
     values = {(bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20), 2u << 20};

@@ -76,7 +76,8 @@ cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
 }
 
 cudaError_t cudaLogsCurrent(cudaLogIterator* iterator_out, unsigned int flags) {
-  if (!iterator_out || flags) return ret(err::InvalidValue);
+  (void)flags;  // reserved; NVIDIA's runtime accepts any value
+  if (!iterator_out) return ret(err::InvalidValue);
   *iterator_out = Logs::get().current();
   return cudaSuccess;
 }

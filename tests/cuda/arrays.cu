@@ -151,9 +151,16 @@ static void copies_2d() {
   EXPECT_TRUE(!memcmp(bb.data() + row + 8, src2.data() + 2 * row + 4, 300),
               "cudaMemcpyArrayToArray with different offsets");
 
+  // Memory requirements: only for an array made with deferred mapping, as the driver says.
   cudaArrayMemoryRequirements req{};
-  EXPECT_OK(cudaArrayGetMemoryRequirements(&req, a, 0));
+  EXPECT_ERR(cudaArrayGetMemoryRequirements(&req, a, 0), cudaErrorInvalidValue);
+  cudaGetLastError();
+  cudaArray_t deferred = nullptr;
+  EXPECT_OK(
+      cudaMalloc3DArray(&deferred, &desc, make_cudaExtent(W, H, 0), cudaArrayDeferredMapping));
+  EXPECT_OK(cudaArrayGetMemoryRequirements(&req, deferred, 0));
   EXPECT_TRUE(req.size >= row * H && req.alignment > 0, "memory requirements cover the array");
+  EXPECT_OK(cudaFreeArray(deferred));
   EXPECT_OK(cudaStreamDestroy(st));
   EXPECT_OK(cudaFree(d));
   EXPECT_OK(cudaFreeArray(a));

@@ -26,7 +26,7 @@ void on_log(void* data, cudaLogLevel level, char* message, size_t length) {
 void logs() {
   cudaLogIterator it = 0;
   EXPECT_ERR(cudaLogsCurrent(nullptr, 0), cudaErrorInvalidValue);
-  EXPECT_ERR(cudaLogsCurrent(&it, 1), cudaErrorInvalidValue);
+  EXPECT_OK(cudaLogsCurrent(&it, 1));  // flags are reserved; NVIDIA's runtime ignores them
   EXPECT_ERR(cudaLogsRegisterCallback(nullptr, nullptr, nullptr), cudaErrorInvalidValue);
   cudaLogsCallbackHandle cb = nullptr;
   EXPECT_OK(cudaLogsRegisterCallback(on_log, &g_callbacks, &cb));
@@ -35,7 +35,6 @@ void logs() {
   char buf[4096];
   size_t size = sizeof buf;
   EXPECT_OK(cudaLogsDumpToMemory(&it, buf, &size, 0));
-  EXPECT_TRUE(size == 0 && buf[0] == '\0', "nothing logged since cudaLogsCurrent");
 
   void* p = nullptr;  // a failed call the driver (or rgpu's server) explains in the log
   EXPECT_ERR(cudaMalloc(&p, size_t{1} << 60), cudaErrorMemoryAllocation);
@@ -52,8 +51,9 @@ void logs() {
 
   char tiny[2];
   size = sizeof tiny;
-  EXPECT_ERR(cudaLogsDumpToMemory(&before, tiny, &size, 0), cudaErrorInvalidValue);
-  EXPECT_TRUE(size == 0, "a buffer too small for any message gets nothing");
+  // Too small for a message: natively this succeeds and moves the iterator past the messages
+  // (seen on an H100, driver 580: the file dump below from there is empty).
+  EXPECT_OK(cudaLogsDumpToMemory(&before, tiny, &size, 0));
 
   char path[] = "/tmp/rgpu-misc-logs-XXXXXX";
   int fd = mkstemp(path);
@@ -66,7 +66,7 @@ void logs() {
     std::string text;
     for (int c; f && (c = fgetc(f)) != EOF;) text += static_cast<char>(c);
     if (f) fclose(f);
-    EXPECT_TRUE(!text.empty() && from == it, "the file holds the messages; the iterator moved");
+    EXPECT_TRUE(text.empty(), "nothing after the iterator the last dump moved");
     unlink(path);
   }
   EXPECT_ERR(cudaLogsDumpToFile(&it, nullptr, 0), cudaErrorInvalidValue);
@@ -81,7 +81,7 @@ void logs() {
 void devices() {
   int n = 0;
   REQUIRE_OK(cudaGetDeviceCount(&n));
-  EXPECT_ERR(cudaDeviceDisablePeerAccess(0), cudaErrorInvalidDevice);  // not its own peer
+  EXPECT_ERR(cudaDeviceDisablePeerAccess(0), cudaErrorPeerAccessNotEnabled);  // as natively
   EXPECT_ERR(cudaDeviceDisablePeerAccess(n), cudaErrorInvalidDevice);
   cudaGetLastError();
   int can = 0;
@@ -93,8 +93,8 @@ void devices() {
     cudaGetLastError();
   }
 
-  cudaError_t r = cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
-                                                     cudaFlushGPUDirectRDMAWritesToOwner);
+  cudaError_t r = cudaDeviceFlushGPUDirectRDMAWrites(
+      cudaFlushGPUDirectRDMAWritesTargetCurrentDevice, cudaFlushGPUDirectRDMAWritesToOwner);
   printf("flush GPUDirect RDMA writes: %s\n", cudaGetErrorName(r));
   cudaGetLastError();
 

@@ -44,6 +44,11 @@ int run(const std::string& mode) {
   slow_fill<<<1, 256>>>(small, 0, kSmall, 0);
   REQUIRE_OK(cudaMemset(small, 0, kSmall * sizeof(int)));
   std::vector<int> host(kBig, 9);
+  // Page-locked, so that thread 2's copies are plain DMA on its stream natively too (a pageable
+  // copy is staged by the driver and can wait for other streams' work). Allocated before the
+  // kernel: registering host memory waits for the GPU (natively, and on rgpu's shared memory).
+  int* h = nullptr;
+  REQUIRE_OK(cudaMallocHost(&h, kSmall * sizeof(int)));
   cudaStream_t a = nullptr, b = nullptr;
   REQUIRE_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   REQUIRE_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
@@ -77,10 +82,6 @@ int run(const std::string& mode) {
   // Let thread 1's call reach the server first: the rounds below are queued behind it.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const Clock::time_point t2_start = Clock::now();
-  // Page-locked, so that the copies below are plain DMA on stream b natively too (a pageable
-  // copy is staged by the driver and, natively, can wait for other streams' work).
-  int* h = nullptr;
-  REQUIRE_OK(cudaMallocHost(&h, kSmall * sizeof(int)));
   bool rounds_ok = true;
   for (int i = 0; i < kRounds && rounds_ok; ++i) {
     add_one<<<1, 256, 0, b>>>(small, kSmall);
