@@ -257,6 +257,14 @@ const Known kKnown[] = {
 const void* find_export_table(const unsigned char id[16]) {
   for (const Known& k : kKnown)
     if (std::memcmp(k.id, id, 16) == 0) return k.table;
+  // NVIDIA's runtime asks for this one before cuInit and works on without it: not worth a warning.
+  static const unsigned char kQuietlyRefused[16] = {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e,
+                                                    0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9};
+  if (std::memcmp(id, kQuietlyRefused, 16) == 0) {
+    LOG_INFO("cuGetExportTable: table %s is not provided by rgpu (CUDA_ERROR_NOT_FOUND)",
+             uuid_text(id).c_str());
+    return nullptr;
+  }
   log_once("cuGetExportTable: table " + uuid_text(id) +
            " is not provided by rgpu (CUDA_ERROR_NOT_FOUND)");
   return nullptr;

@@ -128,7 +128,7 @@ CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 b
   RGPU_INIT();
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   client::Function* f = function_of(fn);
-  if (!core().modules().valid(f->module)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   client::Stream s;
   if (client::Error e = cuda_fe::stream_of(st, pt, &s); e != err::Success) return to_driver(e);
   std::vector<void*> holder;
@@ -207,6 +207,7 @@ RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
   RGPU_INIT();
   if (!numBlocks || !func || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
   return to_driver(
       core().occupancy(function_of(func), blockSize, dynamicSMemSize, flags, numBlocks));
 }
@@ -220,6 +221,7 @@ RGPU_CU CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize
                                                          int numBlocks, int blockSize) {
   RGPU_INIT();
   if (!dynamicSmemSize || !func) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
   return to_driver(
       core().occupancy_dynamic_smem(function_of(func), numBlocks, blockSize, dynamicSmemSize));
 }

@@ -76,6 +76,15 @@ CUresult load_file(void** out, const char* path, bool library = false) {
   return load(out, bytes.data(), bytes.size(), library);
 }
 
+}  // namespace
+
+client::Function* cuda_fe::function_of(const void* f) {
+  auto* fn = reinterpret_cast<client::Function*>(const_cast<void*>(f));
+  return fn && core().modules().valid(fn) ? fn : nullptr;
+}
+
+namespace {
+
 client::Module* valid_module(const void* h) {
   client::Module* m = module_of(h);
   return m && core().modules().valid(m) ? m : nullptr;
@@ -115,6 +124,7 @@ CUresult func_attribute(int* pi, int attrib, const void* fn) {
   if (!pi || !fn) return CUDA_ERROR_INVALID_VALUE;
   if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   std::vector<int32_t> v;
+  if (!function_of(fn)) return CUDA_ERROR_INVALID_HANDLE;
   if (CUresult r = to_driver(core().func_attributes(function_of(fn), v)); r != CUDA_SUCCESS)
     return r;
   if (static_cast<size_t>(attrib) >= v.size()) return CUDA_ERROR_INVALID_VALUE;
@@ -207,27 +217,32 @@ RGPU_CU CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
 RGPU_CU CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
   RGPU_INIT();
   if (!pFunc || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   *pFunc = reinterpret_cast<CUfunction>(kernel);  // one object for both
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
   RGPU_INIT();
   if (!pLib || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   *pLib = reinterpret_cast<CUlibrary>(function_of(kernel)->module);
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuKernelGetName(const char** name, CUkernel kernel) {
   if (!name || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   *name = function_of(kernel)->name.c_str();
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuFuncGetName(const char** name, CUfunction func) {
   if (!name || !func) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
   *name = function_of(func)->name.c_str();
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuFuncGetModule(CUmodule* hmod, CUfunction func) {
   if (!hmod || !func) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
   *hmod = reinterpret_cast<CUmodule>(function_of(func)->module);
   return CUDA_SUCCESS;
 }
@@ -244,18 +259,18 @@ RGPU_CU CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUke
 }
 RGPU_CU CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
   RGPU_INIT();
-  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
+  if (!function_of(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   return to_driver(core().func_set_attribute(function_of(hfunc), attrib, value));
 }
 RGPU_CU CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                       CUdevice dev) {
   RGPU_INIT();
-  if (!kernel) return CUDA_ERROR_INVALID_HANDLE;
+  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   return to_driver(core().func_set_attribute_on(function_of(kernel), dev, attrib, val));
 }
 RGPU_CU CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
   RGPU_INIT();
-  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
+  if (!function_of(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   return to_driver(core().func_set_cache_config(function_of(hfunc), config));
 }
 RGPU_CU CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice) {
@@ -268,6 +283,7 @@ RGPU_CU CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* 
   RGPU_INIT();
   if (!func || !paramOffset) return CUDA_ERROR_INVALID_VALUE;
   size_t size = 0;
+  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
   CUresult r = to_driver(core().param_info(function_of(func), paramIndex, paramOffset, &size));
   if (r == CUDA_SUCCESS && paramSize) *paramSize = size;
   return r;
