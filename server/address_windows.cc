@@ -134,6 +134,11 @@ void AddressWindows::release_device(uint32_t dev) {
     if (w.dev == dev) release(base, w);
 }
 
+void AddressWindows::trim(uint32_t dev) {
+  for (auto& [base, w] : windows_)
+    if (w.dev == dev && w.heap) w.heap->trim();
+}
+
 void AddressWindows::release_all() {
   for (auto& [base, w] : windows_) release(base, w);
 }

@@ -42,6 +42,8 @@ class AddressWindows {
   // the windows stay named and are reserved again at their next allocation.
   void release_device(uint32_t dev);
   void release_all();
+  // Gives back the memory GPU `dev`'s heaps keep mapped for reuse (DeviceHeap::trim).
+  void trim(uint32_t dev);
 
  private:
   struct Window;

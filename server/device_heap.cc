@@ -67,18 +67,16 @@ void DeviceHeap::return_range(uint64_t addr, uint64_t len) {
 }
 
 Status DeviceHeap::get_mapping(uint64_t len, uint64_t& addr) {
-  if (spare_ && len == slab_) {
-    addr = spare_;
-    spare_ = 0;
+  if (auto it = spares_.find(len); it != spares_.end()) {
+    addr = it->second;
+    spares_.erase(it);
+    spare_bytes_ -= len;
     return Status::success();
   }
   bool found = take_range(len, addr);
-  if (!found && spare_) {
-    // The spare may be what stands in the way of a large mapping: give it back and retry.
-    mapper_.unmap(spare_, slab_);
-    mapped_ -= slab_;
-    return_range(spare_, slab_);
-    spare_ = 0;
+  if (!found && !spares_.empty()) {
+    // The spares may be what stands in the way of a large mapping: give them back and retry.
+    trim();
     found = take_range(len, addr);
   }
   if (!found)
@@ -86,7 +84,12 @@ Status DeviceHeap::get_mapping(uint64_t len, uint64_t& addr) {
                                                    std::to_string(size_ >> 20) + " MiB at " +
                                                    hex(base_) + ") has no free range of " +
                                                    std::to_string(len) + " bytes");
-  if (Status s = mapper_.map(addr, len); !s.ok()) {
+  Status s = mapper_.map(addr, len);
+  if (!s.ok() && s.code == err::MemoryAllocation && !spares_.empty()) {
+    trim();  // the GPU's memory the spares hold may be what is missing
+    s = mapper_.map(addr, len);
+  }
+  if (!s.ok()) {
     return_range(addr, len);
     return s;
   }
@@ -94,14 +97,31 @@ Status DeviceHeap::get_mapping(uint64_t len, uint64_t& addr) {
   return Status::success();
 }
 
-void DeviceHeap::drop_mapping(uint64_t addr, uint64_t len) {
-  if (!spare_ && len == slab_) {
-    spare_ = addr;
-    return;
-  }
+void DeviceHeap::unmap_range(uint64_t addr, uint64_t len) {
   mapper_.unmap(addr, len);
   mapped_ -= len;
   return_range(addr, len);
+}
+
+void DeviceHeap::drop_mapping(uint64_t addr, uint64_t len) {
+  if (len > kSpareMax) {
+    unmap_range(addr, len);
+    return;
+  }
+  while (spare_bytes_ + len > kSpareMax) {
+    auto largest = std::prev(spares_.end());
+    spare_bytes_ -= largest->first;
+    unmap_range(largest->second, largest->first);
+    spares_.erase(largest);
+  }
+  spares_.emplace(len, addr);
+  spare_bytes_ += len;
+}
+
+void DeviceHeap::trim() {
+  for (auto& [len, addr] : spares_) unmap_range(addr, len);
+  spares_.clear();
+  spare_bytes_ = 0;
 }
 
 Status DeviceHeap::alloc_small(uint64_t size, uint64_t& ptr) {
@@ -187,11 +207,12 @@ void DeviceHeap::release_all() {
   for (auto& [addr, l] : live_)
     if (l.mapped) mapper_.unmap(addr, l.mapped);
   for (auto& [addr, slab] : slabs_) mapper_.unmap(addr, slab_);
-  if (spare_) mapper_.unmap(spare_, slab_);
+  for (auto& [len, addr] : spares_) mapper_.unmap(addr, len);
+  spares_.clear();
+  spare_bytes_ = 0;
   live_.clear();
   slabs_.clear();
   for (auto& p : partial_) p.clear();
-  spare_ = 0;
   mapped_ = 0;
   free_ranges_.clear();
   if (size_) free_ranges_[base_] = size_;

@@ -4,8 +4,13 @@
 // Large requests (> kSmallMax) get their own mapping, rounded up to the backend's granularity.
 // Small ones are carved from slabs (one granule, at least 2 MiB) in power-of-two size classes of at
 // least kAlign bytes (CUDA's alignment), so a small allocation does not cost a granule.  A slab
-// whose last block is freed is unmapped, except that one spare mapping of slab size is kept per
-// window, so a malloc/free loop does not map and unmap every time.
+// whose last block is freed is unmapped, and a large allocation's mapping is unmapped when freed,
+// except that freed mappings of up to kSpareMax bytes in all are kept as spares and reused by a
+// later request of the same length, so a malloc/free loop does not map and unmap every time (a
+// granule costs ~100 us of VMM calls on a GPU). Spares go back when the window has no room, when
+// mapping fails for want of memory, and on trim() (cudaMemGetInfo), so they never cost this
+// session an allocation and free memory reads as after cudaFree; other processes on the same GPU
+// may find up to kSpareMax per window held until then.
 //
 // The heap only does bookkeeping and calls its Mapper; it knows nothing of CUDA, and the unit
 // tests drive it with a fake.  Not thread-safe (a session's dispatcher owns it).
@@ -31,8 +36,9 @@ class Mapper {
 
 class DeviceHeap {
  public:
-  static constexpr uint64_t kAlign = 256;         // every allocation starts at a multiple of this
-  static constexpr uint64_t kSmallMax = 1 << 20;  // larger requests get mappings of their own
+  static constexpr uint64_t kAlign = 256;           // every allocation starts at a multiple of this
+  static constexpr uint64_t kSmallMax = 1 << 20;    // larger requests get mappings of their own
+  static constexpr uint64_t kSpareMax = 256 << 20;  // freed mappings kept for reuse, in all
 
   // `granule` must be a power of two; base and size multiples of it (checked by the caller).
   DeviceHeap(uint64_t base, uint64_t size, uint64_t granule, Mapper& mapper);
@@ -50,6 +56,8 @@ class DeviceHeap {
   void unreserve(uint64_t addr, uint64_t size);
   // Unmaps everything (allocations included) and forgets it: cudaDeviceReset, session end.
   void release_all();
+  // Unmaps the spares (memory freed by the program but kept mapped for reuse).
+  void trim();
 
   uint64_t base() const { return base_; }
   uint64_t size() const { return size_; }
@@ -58,7 +66,8 @@ class DeviceHeap {
   // Bytes mapped right now (allocations, slabs, the spare), for tests and logs.
   uint64_t mapped_bytes() const { return mapped_; }
   size_t live_allocations() const { return live_.size(); }
-  bool has_spare() const { return spare_ != 0; }
+  bool has_spare() const { return !spares_.empty(); }
+  uint64_t spare_bytes() const { return spare_bytes_; }
 
  private:
   struct Slab {
@@ -75,10 +84,12 @@ class DeviceHeap {
   // Address space of the window (granule multiples), first fit, coalesced on return.
   bool take_range(uint64_t len, uint64_t& addr);
   void return_range(uint64_t addr, uint64_t len);
-  // A mapped range of `len` bytes: the spare when it fits exactly, else a new mapping.
+  // A mapped range of `len` bytes: a spare of that length, else a new mapping.
   backend::Status get_mapping(uint64_t len, uint64_t& addr);
-  // Keeps a slab-sized mapping as the spare if there is none, else unmaps it.
+  // Keeps a freed mapping as a spare (evicting the largest ones to stay within kSpareMax), or
+  // unmaps it when it alone is larger.
   void drop_mapping(uint64_t addr, uint64_t len);
+  void unmap_range(uint64_t addr, uint64_t len);
   backend::Status alloc_small(uint64_t size, uint64_t& ptr);
 
   uint64_t base_, size_, granule_, slab_;
@@ -87,7 +98,8 @@ class DeviceHeap {
   std::unordered_map<uint64_t, Slab> slabs_;  // by slab base
   std::vector<std::set<uint64_t>> partial_;   // per class: slabs with a free block, by address
   std::unordered_map<uint64_t, Live> live_;   // allocations by start address
-  uint64_t spare_ = 0;                        // a mapped, unused slab-sized range (0: none)
+  std::multimap<uint64_t, uint64_t> spares_;  // mapped, unused ranges: length -> start
+  uint64_t spare_bytes_ = 0;
   uint64_t mapped_ = 0;
 };
 

@@ -466,6 +466,10 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
 Status Session::on(MemGetInfoMsg, const DeviceReq& q, MemGetInfoRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   wait_frees();  // memory freed before this call counts as free, as after cudaFree
+  {
+    std::lock_guard<std::mutex> lock(heap_mu_);
+    windows_.trim(q.device);  // and so does what the heaps keep mapped for reuse
+  }
   return exec_.mem_info(static_cast<int>(q.device), rep.free, rep.total);
 }
 

@@ -73,9 +73,13 @@ TEST(DeviceHeap, SmallAllocationsShareASlabAndAreAligned) {
   EXPECT_LE(m.mapped_bytes, 8 * 2 * kMiB);
   for (uint64_t p : ptrs) EXPECT_TRUE(h.free(p).ok());
   EXPECT_EQ(h.live_allocations(), 0u);
-  // Everything unmapped but the one spare slab.
-  EXPECT_EQ(m.mapped_bytes, 2 * kMiB);
+  // What stays mapped is the spares, within their limit; trim gives them back.
+  EXPECT_EQ(m.mapped_bytes, h.spare_bytes());
+  EXPECT_LE(h.spare_bytes(), DeviceHeap::kSpareMax);
   EXPECT_TRUE(h.has_spare());
+  h.trim();
+  EXPECT_EQ(m.mapped_bytes, 0u);
+  EXPECT_FALSE(h.has_spare());
 }
 
 TEST(DeviceHeap, ReuseDoesNotMapAgain) {
@@ -111,17 +115,24 @@ TEST(DeviceHeap, LargeAllocationsGetTheirOwnMapping) {
   EXPECT_EQ(m.ranges.at(a), 2 * kMiB);
   EXPECT_EQ(m.ranges.at(b), 64 * kMiB);
   EXPECT_TRUE(h.free(b).ok());
-  EXPECT_EQ(m.ranges.count(b), 0u);  // not slab-sized: unmapped at once
+  EXPECT_EQ(m.ranges.count(b), 1u);  // kept as a spare
+  const int maps = m.maps;
+  uint64_t again = 0;
+  ASSERT_TRUE(h.alloc(64 * kMiB, again).ok());  // the same length reuses it without mapping
+  EXPECT_EQ(again, b);
+  EXPECT_EQ(m.maps, maps);
+  EXPECT_TRUE(h.free(again).ok());
   EXPECT_TRUE(h.free(a).ok());
   EXPECT_TRUE(h.has_spare());
   // The address space comes back and coalesces: the whole window is one range again.
   uint64_t c = 0;
   ASSERT_TRUE(h.alloc((1ull << 40) - 0, c).ok());
-  EXPECT_EQ(c, kBase);  // the spare was given back to make room
+  EXPECT_EQ(c, kBase);  // the spares were given back to make room
+  EXPECT_FALSE(h.has_spare());
   EXPECT_TRUE(h.free(c).ok());
 }
 
-TEST(DeviceHeap, EmptySlabsAreReleasedKeepingOneSpare) {
+TEST(DeviceHeap, EmptySlabsAreKeptAsSparesUntilTrimmed) {
   FakeMapper m;
   DeviceHeap h(kBase, 1ull << 40, 2 * kMiB, m);
   // Three slabs of 1 MiB blocks (two per slab).
@@ -129,8 +140,39 @@ TEST(DeviceHeap, EmptySlabsAreReleasedKeepingOneSpare) {
   for (auto& x : p) ASSERT_TRUE(h.alloc(kMiB, x).ok());
   EXPECT_EQ(m.mapped_bytes, 6 * kMiB);
   for (auto& x : p) ASSERT_TRUE(h.free(x).ok());
-  EXPECT_EQ(m.mapped_bytes, 2 * kMiB);
-  EXPECT_EQ(m.unmaps, 2);
+  EXPECT_EQ(m.mapped_bytes, 6 * kMiB);  // the empty slabs are spares now
+  EXPECT_EQ(m.unmaps, 0);
+  h.trim();
+  EXPECT_EQ(m.mapped_bytes, 0u);
+  EXPECT_EQ(m.unmaps, 3);
+}
+
+TEST(DeviceHeap, SparesStayWithinTheirLimit) {
+  FakeMapper m;
+  DeviceHeap h(kBase, 1ull << 40, 2 * kMiB, m);
+  std::vector<uint64_t> p(6);
+  for (auto& x : p) ASSERT_TRUE(h.alloc(64 * kMiB, x).ok());
+  for (auto& x : p) ASSERT_TRUE(h.free(x).ok());
+  EXPECT_EQ(h.spare_bytes(), DeviceHeap::kSpareMax);  // four of the six
+  EXPECT_EQ(m.mapped_bytes, DeviceHeap::kSpareMax);
+  uint64_t big = 0;  // more than the limit: never kept
+  ASSERT_TRUE(h.alloc(DeviceHeap::kSpareMax + 2 * kMiB, big).ok());
+  ASSERT_TRUE(h.free(big).ok());
+  EXPECT_EQ(m.ranges.count(big), 0u);
+}
+
+TEST(DeviceHeap, SparesAreGivenBackWhenTheGpuIsOutOfMemory) {
+  FakeMapper m;
+  m.capacity = 128 * kMiB;
+  DeviceHeap h(kBase, 1ull << 40, 2 * kMiB, m);
+  uint64_t a = 0, b = 0;
+  ASSERT_TRUE(h.alloc(64 * kMiB, a).ok());
+  ASSERT_TRUE(h.free(a).ok());
+  EXPECT_EQ(h.spare_bytes(), 64 * kMiB);
+  ASSERT_TRUE(h.alloc(96 * kMiB, b).ok());  // fits only once the spare is unmapped
+  EXPECT_FALSE(h.has_spare());
+  EXPECT_EQ(m.mapped_bytes, 96 * kMiB);
+  ASSERT_TRUE(h.free(b).ok());
 }
 
 TEST(DeviceHeap, OutOfMemoryAndWindowFull) {
@@ -203,7 +245,10 @@ TEST(DeviceHeap, RandomSmallAllocationsNeverOverlap) {
     live[p] = size;
   }
   for (auto& [p, size] : live) ASSERT_TRUE(h.free(p).ok());
-  EXPECT_LE(m.mapped_bytes, 2 * kMiB);
+  EXPECT_EQ(m.mapped_bytes, h.spare_bytes());  // nothing but spares
+  EXPECT_LE(h.spare_bytes(), DeviceHeap::kSpareMax);
+  h.trim();
+  EXPECT_EQ(m.mapped_bytes, 0u);
 }
 
 TEST(DeviceHeap, ReleaseAllUnmapsEverything) {
