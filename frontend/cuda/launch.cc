@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "frontend/common/launch_attributes.h"
 #include "frontend/cuda/api.h"
 
 using namespace rgpu;
@@ -16,72 +17,13 @@ namespace {
 
 using Attr = client::Client::LaunchAttribute;
 
-uint64_t u32(int v) { return static_cast<uint32_t>(v); }
 
-// One driver launch attribute in the core's terms (the numbering is the driver's); false for an
-// id rgpu does not know.
+// One driver launch attribute in the core's terms; false for an id rgpu does not know.
 bool convert(const CUlaunchAttribute& a, Attr& out) {
-  out = Attr{};
   int id;
   std::memcpy(&id, &a.id, sizeof id);
-  out.id = static_cast<uint32_t>(id);
-  const CUlaunchAttributeValue& v = a.value;
-  switch (id) {
-    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
-      out.v[0] = reinterpret_cast<uint64_t>(v.accessPolicyWindow.base_ptr);
-      out.v[1] = v.accessPolicyWindow.num_bytes;
-      uint32_t bits;
-      std::memcpy(&bits, &v.accessPolicyWindow.hitRatio, sizeof bits);
-      out.v[2] = bits;
-      out.v[3] = u32(v.accessPolicyWindow.hitProp) | u32(v.accessPolicyWindow.missProp) << 32;
-      return true;
-    }
-    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-      out.v[0] = u32(v.cooperative);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
-      out.v[0] = u32(v.syncPolicy);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
-      out.v[0] = v.clusterDim.x, out.v[1] = v.clusterDim.y, out.v[2] = v.clusterDim.z;
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-      out.v[0] = u32(v.clusterSchedulingPolicyPreference);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
-      out.v[0] = u32(v.programmaticStreamSerializationAllowed);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
-      out.event = cuda_fe::event_of(v.programmaticEvent.event);
-      out.v[1] = u32(v.programmaticEvent.flags);
-      out.v[2] = u32(v.programmaticEvent.triggerAtBlockStart);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-      out.v[0] = u32(v.priority);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
-      out.v[0] = v.memSyncDomainMap.default_, out.v[1] = v.memSyncDomainMap.remote;
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
-      out.v[0] = u32(v.memSyncDomain);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
-      out.v[0] = v.preferredClusterDim.x, out.v[1] = v.preferredClusterDim.y;
-      out.v[2] = v.preferredClusterDim.z;
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
-      out.event = cuda_fe::event_of(v.launchCompletionEvent.event);
-      out.v[1] = u32(v.launchCompletionEvent.flags);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
-      out.v[0] = u32(v.deviceUpdatableKernelNode.deviceUpdatable);
-      return true;
-    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-      out.v[0] = v.sharedMemCarveout;
-      return true;
-    default:
-      return false;
-  }
+  return frontend::launch_attribute(id, a.value, out,
+                                    [](CUevent e) { return cuda_fe::event_of(e); });
 }
 
 // The argument pointers of a launch: `params`, or pointers into the `extra` buffer at each

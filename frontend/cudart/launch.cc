@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "frontend/common/launch_attributes.h"
 #include "frontend/cudart/api.h"
 #include "frontend/cudart/handles.h"
 #include "frontend/cudart/registration.h"
@@ -36,7 +37,6 @@ client::Function* function_of(const void* func) {
   return cudart::Registration::get().function(func);
 }
 
-uint64_t u32(int v) { return static_cast<uint32_t>(v); }
 
 // One runtime attribute in the core's terms; false for an id this build does not know.
 // The attribute's id as the number the program stored: it may be no enumerator at all, and reading
@@ -49,69 +49,8 @@ int raw_id(const cudaLaunchAttribute& a) {
 }
 
 bool convert(const cudaLaunchAttribute& a, Attr& out) {
-  out = Attr{};
-  const int id = raw_id(a);
-  out.id = static_cast<uint32_t>(id);
-  const cudaLaunchAttributeValue& v = a.val;
-  switch (id) {
-    case cudaLaunchAttributeAccessPolicyWindow: {
-      out.v[0] = reinterpret_cast<uint64_t>(v.accessPolicyWindow.base_ptr);
-      out.v[1] = v.accessPolicyWindow.num_bytes;
-      uint32_t bits;
-      std::memcpy(&bits, &v.accessPolicyWindow.hitRatio, sizeof bits);
-      out.v[2] = bits;
-      out.v[3] = u32(v.accessPolicyWindow.hitProp) | u32(v.accessPolicyWindow.missProp) << 32;
-      return true;
-    }
-    case cudaLaunchAttributeCooperative:
-      out.v[0] = u32(v.cooperative);
-      return true;
-    case cudaLaunchAttributeSynchronizationPolicy:
-      out.v[0] = u32(v.syncPolicy);
-      return true;
-    case cudaLaunchAttributeClusterDimension:
-      out.v[0] = v.clusterDim.x, out.v[1] = v.clusterDim.y, out.v[2] = v.clusterDim.z;
-      return true;
-    case cudaLaunchAttributeClusterSchedulingPolicyPreference:
-      out.v[0] = u32(v.clusterSchedulingPolicyPreference);
-      return true;
-    case cudaLaunchAttributeProgrammaticStreamSerialization:
-      out.v[0] = u32(v.programmaticStreamSerializationAllowed);
-      return true;
-    case cudaLaunchAttributeProgrammaticEvent:
-      out.event = cudart::event_of(v.programmaticEvent.event);
-      out.v[1] = u32(v.programmaticEvent.flags);
-      out.v[2] = u32(v.programmaticEvent.triggerAtBlockStart);
-      return true;
-    case cudaLaunchAttributePriority:
-      out.v[0] = u32(v.priority);
-      return true;
-    case cudaLaunchAttributeMemSyncDomainMap:
-      out.v[0] = v.memSyncDomainMap.default_, out.v[1] = v.memSyncDomainMap.remote;
-      return true;
-    case cudaLaunchAttributeMemSyncDomain:
-      out.v[0] = u32(v.memSyncDomain);
-      return true;
-    case cudaLaunchAttributePreferredClusterDimension:
-      out.v[0] = v.preferredClusterDim.x, out.v[1] = v.preferredClusterDim.y;
-      out.v[2] = v.preferredClusterDim.z;
-      return true;
-    case cudaLaunchAttributeLaunchCompletionEvent:
-      out.event = cudart::event_of(v.launchCompletionEvent.event);
-      out.v[1] = u32(v.launchCompletionEvent.flags);
-      return true;
-    case cudaLaunchAttributeDeviceUpdatableKernelNode:
-      out.v[0] = u32(v.deviceUpdatableKernelNode.deviceUpdatable);
-      return true;
-    case cudaLaunchAttributePreferredSharedMemoryCarveout:
-      out.v[0] = v.sharedMemCarveout;
-      return true;
-    case cudaLaunchAttributeNvlinkUtilCentricScheduling:
-      out.v[0] = v.nvlinkUtilCentricScheduling;
-      return true;
-    default:
-      return false;
-  }
+  return frontend::launch_attribute(raw_id(a), a.val, out,
+                                    [](cudaEvent_t e) { return cudart::event_of(e); });
 }
 
 // The attributes of a launch configuration; those that leave a launch as it is (ignored entries,
