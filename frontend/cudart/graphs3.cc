@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "frontend/common/launch_attributes.h"
 #include "frontend/cudart/api.h"
 #include "frontend/cudart/graph_nodes.h"
 
@@ -21,36 +22,17 @@ using Attr = client::Client::LaunchAttribute;
 client::Graph* G(cudaGraph_t g) { return reinterpret_cast<client::Graph*>(g); }
 client::GraphNode* N(cudaGraphNode_t n) { return reinterpret_cast<client::GraphNode*>(n); }
 client::GraphExec* X(cudaGraphExec_t x) { return reinterpret_cast<client::GraphExec*>(x); }
-uint64_t u32(int v) { return static_cast<uint32_t>(v); }
 
 // ---- stream attributes: the five a stream has, encoded as launch attributes are on the wire.
 
 bool encode(int id, const cudaStreamAttrValue& v, Attr& a) {
-  a = Attr{};
-  a.id = static_cast<uint32_t>(id);
-  switch (id) {
-    case cudaStreamAttributeAccessPolicyWindow: {
-      a.v[0] = reinterpret_cast<uint64_t>(v.accessPolicyWindow.base_ptr);
-      a.v[1] = v.accessPolicyWindow.num_bytes;
-      uint32_t bits;
-      std::memcpy(&bits, &v.accessPolicyWindow.hitRatio, sizeof bits);
-      a.v[2] = bits;
-      a.v[3] = u32(v.accessPolicyWindow.hitProp) | u32(v.accessPolicyWindow.missProp) << 32;
-      return true;
-    }
+  switch (id) {  // the stream attributes among the launch attributes (same ids, same values)
+    case cudaStreamAttributeAccessPolicyWindow:
     case cudaStreamAttributeSynchronizationPolicy:
-      a.v[0] = u32(v.syncPolicy);
-      return true;
     case cudaStreamAttributePriority:
-      a.v[0] = u32(v.priority);
-      return true;
     case cudaStreamAttributeMemSyncDomainMap:
-      a.v[0] = v.memSyncDomainMap.default_;
-      a.v[1] = v.memSyncDomainMap.remote;
-      return true;
     case cudaStreamAttributeMemSyncDomain:
-      a.v[0] = u32(v.memSyncDomain);
-      return true;
+      return frontend::launch_attribute(id, v, a, [](cudaEvent_t) { return nullptr; });
     default:
       return false;
   }
