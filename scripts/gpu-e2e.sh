@@ -116,6 +116,17 @@ for p in ${RGPU_E2E_NVRT_PROGRAMS:-$nvrt_programs}; do
     "$(verdict $vrc "$out/$p.nvrt.out")" "-" "$same (NVIDIA's runtime on rgpu's driver, auto transport)")")
 done
 
+echo "== NVIDIA's runtime linked statically (nvcc's default), on rgpu's driver"
+for p in memcpy_roundtrip kernels_basic async_streams errors; do
+  CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
+    limited "$p-static" 60 "$build/cuda/${p}_static" >"$out/$p.static.out" 2>"$out/$p.static.err"; vrc=$?
+  same=identical
+  diff "$out/$p.native.out" "$out/$p.static.out" >"$out/$p.static.diff" || same=DIFFERENT
+  [ $vrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
+  rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "static $p" "$(verdict 0 "$out/$p.native.out")" \
+    "$(verdict $vrc "$out/$p.static.out")" "-" "$same (-cudart static, rgpu's libcuda.so.1)")")
+done
+
 echo "== stream_waits (a sync waits for its own stream only)"
 for mode in stream event d2h h2d free; do
   native limited "waits-$mode-native" 60 "$build/cuda/stream_waits" $mode >"$out/waits-$mode.native.out" 2>&1; nrc=$?

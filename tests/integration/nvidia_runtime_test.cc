@@ -33,6 +33,28 @@ struct Case {
 
 class NvidiaRuntime : public ::testing::TestWithParam<Case> {};
 
+// A program with NVIDIA's runtime linked in statically: only rgpu's libcuda.so.1 is looked up.
+class NvidiaStaticRuntime : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NvidiaStaticRuntime, SameOutputAsRgpusRuntime) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam().transport;
+  Result ours = run({cuda_program(GetParam().program)}, env, 60);
+  ASSERT_EQ(ours.status, 0) << ours.out << ours.err;
+  Result theirs = run({cuda_program(std::string(GetParam().program) + "_static")}, env, 60);
+  EXPECT_EQ(theirs.status, 0) << theirs.out << theirs.err;
+  EXPECT_EQ(theirs.out, ours.out) << theirs.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, NvidiaStaticRuntime,
+                         ::testing::Values(Case{"memcpy_roundtrip", "tcp"},
+                                           Case{"kernels_basic", "shm"},
+                                           Case{"async_streams", "tcp"}, Case{"errors", "shm"}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.program) + "_" + i.param.transport;
+                         });
+
 TEST_P(NvidiaRuntime, SameOutputAsRgpusRuntime) {
   Daemon d;
   Env env = d.client_env();
