@@ -127,6 +127,24 @@ for p in memcpy_roundtrip kernels_basic async_streams errors; do
     "$(verdict $vrc "$out/$p.static.out")" "-" "$same (-cudart static, rgpu's libcuda.so.1)")")
 done
 
+echo "== CuPy (NVRTC kernels, raw kernels, streams) on rgpu's driver"
+if python3 -c "import cupy" 2>/dev/null; then
+  limited cupy-native 180 python3 examples/cupy_demo.py >"$out/cupy.native.out" 2>"$out/cupy.native.err"; nrc=$?
+  CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
+    limited cupy-rgpu 180 python3 examples/cupy_demo.py >"$out/cupy.rgpu.out" 2>"$out/cupy.rgpu.err"; rrc=$?
+  same=identical
+  diff "$out/cupy.native.out" "$out/cupy.rgpu.out" >"$out/cupy.diff" || same=DIFFERENT
+  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
+  rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "cupy_demo.py" "rc=$nrc" "rc=$rrc" "-" "$same; $(tail -1 "$out/cupy.rgpu.err" | cut -c1-80)")")
+fi
+# PyTorch (issue 13, not yet a target): how far an unmodified import and a first kernel get.
+if python3 -c "import torch" 2>/dev/null; then
+  probe='import torch; print(torch.cuda.is_available(), torch.cuda.device_count()); x = torch.arange(6., device="cuda"); print((x * 2).sum().item()); print((torch.ones(64, 64, device="cuda") @ torch.ones(64, 64, device="cuda")).sum().item())'
+  CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
+    limited torch-rgpu 180 python3 -c "$probe" >"$out/torch.rgpu.out" 2>"$out/torch.rgpu.err"; rrc=$?
+  rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "torch probe" "-" "rc=$rrc" "-" "$(tr '\n' ' ' <"$out/torch.rgpu.out" | cut -c1-40) $(grep -v '^rgpu: warning' "$out/torch.rgpu.err" | tail -1 | cut -c1-70)")")
+fi
+
 echo "== stream_waits (a sync waits for its own stream only)"
 for mode in stream event d2h h2d free; do
   native limited "waits-$mode-native" 60 "$build/cuda/stream_waits" $mode >"$out/waits-$mode.native.out" 2>&1; nrc=$?
