@@ -140,7 +140,8 @@ fi
 # PyTorch (issue 13, not yet a target): how far an unmodified import and a first kernel get.
 if python3 -c "import torch" 2>/dev/null; then
   probe='import torch; print(torch.cuda.is_available(), torch.cuda.device_count()); x = torch.arange(6., device="cuda"); print((x * 2).sum().item()); print((torch.ones(64, 64, device="cuda") @ torch.ones(64, 64, device="cuda")).sum().item())'
-  CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
+  # (no CUDA_VISIBLE_DEVICES=-1 here: PyTorch reads it itself and would see no device)
+  RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
     limited torch-rgpu 180 python3 -c "$probe" >"$out/torch.rgpu.out" 2>"$out/torch.rgpu.err"; rrc=$?
   rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "torch probe" "-" "rc=$rrc" "-" "$(tr '\n' ' ' <"$out/torch.rgpu.out" | cut -c1-40) $(grep -v '^rgpu: warning' "$out/torch.rgpu.err" | tail -1 | cut -c1-70)")")
 fi
