@@ -42,26 +42,23 @@ cudaError_t cudaLibraryGetManaged(void** dptr, size_t* bytes, cudaLibrary_t libr
   return cudaSuccess;
 }
 
-// A unified function is a device function callable from the host through one pointer: only a
-// device whose unifiedFunctionPointers attribute is set has them, and then the pointer is only
-// callable in the GPU's own machine, not in this remote client.
+// A unified function is a device function callable from the host through one pointer, listed in
+// the module's unified table.  rgpu registers no unified tables (__cudaRegisterUnifiedTable stays a
+// stub: such a pointer could only be called on the GPU's own host), so no name is a unified
+// function here: CUDA's answer for that is cudaErrorSymbolNotFound.
 cudaError_t cudaLibraryGetUnifiedFunction(void** fptr, cudaLibrary_t library, const char* symbol) {
   if (!fptr || !symbol) return ret(err::InvalidValue);
   if (!library_of(library)) return ret(errc::InvalidResourceHandle);
-  for (int d = 0; d < core().device_count(); ++d) {
-    const rgpu::client::DeviceInfo* info = nullptr;
-    if (core().device_info(d, &info) != err::Success) continue;
-    if (info->attr(129) != 0) {  // CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS
-      LOG_ERROR(
-          "cudaLibraryGetUnifiedFunction(%s): a unified function pointer is only callable on the "
-          "GPU's own host, not through rgpu",
-          symbol);
-      return ret(err::NotSupported);
-    }
-  }
-  // CUDA's answer when no device has unified function pointers.
+  LOG_WARN(
+      "cudaLibraryGetUnifiedFunction(%s): rgpu has no unified functions (their pointers are only "
+      "callable on the GPU's own host)",
+      symbol);
   return ret(errc::NotFound);
 }
+
+// NVIDIA's libcudart.so.13 answers 0 to every call of this undocumented entry point (its whole
+// body is `return 0`, whatever the arguments); no tool of CUDA 13 emits a call to it.
+__attribute__((visibility("default"))) void* __cudaGetProcAddress() { return nullptr; }
 
 // ---- pools shared between processes (client/misc2.cc)
 

@@ -147,6 +147,11 @@ void bump_managed(const rgpu_host_launch* l, void** p) {
   });
 }
 
+// tests/cuda/managed_lib.cu: __managed__ int lib_counter.
+void lib_bump(const rgpu_host_launch* l, void** p) {
+  *static_cast<int*>(l->symbol(l->ctx, "lib_counter")) += arg<int>(p, 0);
+}
+
 void say(const rgpu_host_launch*, void** p) {
   int round = arg<int>(p, 0), lines = arg<int>(p, 1);
   for (int i = 0; i < lines; ++i)
@@ -333,6 +338,7 @@ const rgpu_host_kernel kKernels[] = {
     {"arrays_tex_layered", arrays_tex_layered},
     {"arrays_surf_write", arrays_surf_write},
     {"bump_managed", bump_managed},
+    {"lib_bump", lib_bump},
 };
 
 }  // namespace

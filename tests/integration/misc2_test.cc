@@ -21,7 +21,7 @@ TEST_P(Misc2, ManagedVariables) {
   Env env = d.client_env();
   env["RGPU_TRANSPORT"] = GetParam();
   env["RGPU_STATS"] = "1";
-  Result r = run({cuda_program("managed_vars")}, env, 60);
+  Result r = run({cuda_program("managed_vars"), cuda_program("managed_lib.fatbin")}, env, 60);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("managed_vars: passed"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("initial counter 7\n"), std::string::npos) << r.out;
@@ -30,6 +30,7 @@ TEST_P(Misc2, ManagedVariables) {
       << r.out;
   EXPECT_NE(r.out.find("after the second kernel: counter 101, values[2] 14"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("library managed variable: 58"), std::string::npos) << r.out;
   // The variables moved as managed memory does: granules sent and fetched, not copied whole.
   EXPECT_NE(r.err.find("rgpu stats: managed memory: sent "), std::string::npos) << r.err;
   EXPECT_TRUE(d.alive());
