@@ -300,6 +300,8 @@ class Client {
   struct MemPool {
     int device = 0;
     uint64_t id = 0;
+    unsigned handle_types = 0;  // cudaMemAllocationHandleType bits it may be exported as
+    bool imported = false;      // made by cudaMemPoolImportFromShareableHandle
   };
   CudaError mem_pool_default(int dev, MemPool** out);
   CudaError mem_pool_current(int dev, MemPool** out);
@@ -319,6 +321,17 @@ class Client {
   // Mapped page-locked memory: the device pointer of page-locked host memory, and its flags.
   CudaError host_device_pointer(void* host, void** device_ptr);
   CudaError host_flags(void* host, unsigned* flags);
+
+  // ---- misc2 (client/misc2.cc): pools shared between processes of one server
+  static constexpr size_t kPoolShareBytes = 64;
+  CudaError mem_pool_export_fd(MemPool* pool, unsigned handle_type, int* fd);
+  CudaError mem_pool_import_fd(int fd, unsigned handle_type, MemPool** out);
+  // `data`: kIpcHandleBytes (cudaMemPoolPtrExportData).
+  CudaError mem_pool_export_pointer(void* ptr, uint8_t* data);
+  CudaError mem_pool_import_pointer(MemPool* pool, const uint8_t* data, void** ptr);
+  // cudaFree / cudaFreeAsync of an imported pointer: true when `ptr` was one (*e: the unmap).
+  bool pool_import_release(void* ptr, CudaError* e);
+  bool is_pool_import(const void* ptr);
 
   // ---- ipc (client/ipc.cc): CUDA IPC between processes using the same server
   static constexpr size_t kIpcHandleBytes = 64;
@@ -370,6 +383,10 @@ class Client {
   static constexpr unsigned kAttachGlobal = 1, kAttachHost = 2, kAttachSingle = 4;
   static constexpr int kCpuDevice = -1;
   CudaError malloc_managed(int dev, size_t size, unsigned flags, void** ptr);
+  // The host shadow of a __managed__ variable (or a library global used as one) on the current
+  // device: a host mapping kept coherent with the module global at the same ownership points as
+  // cudaMallocManaged memory; made at the first call, the same address afterwards.
+  CudaError managed_variable(const Variable* v, void** host);
   bool is_managed(uint64_t p) const;
   // `location`: a device ordinal or kCpuDevice.
   CudaError mem_prefetch(const void* p, size_t n, int location);
@@ -481,10 +498,12 @@ class Client {
   std::map<int, MemPool*> current_pool_;                 // per device, when set
   std::map<MemPool*, std::set<int>> pool_access_;        // devices given access (beyond its own)
   std::set<uint64_t> pool_ptrs_;                         // live stream-ordered allocations
+  std::set<uint64_t> pool_imports_;  // pointers from cudaMemPoolImportPointer (client/misc2.cc)
   // ---- managed (client/managed.cc)
   bool managed_forget(uint64_t base);  // false when `base` is no managed allocation
   void managed_forget_device(int dev);
-  CudaError managed_push(int dev, uint64_t base, const std::vector<PageRun>& send,
+  CudaError managed_push(int dev, uint64_t base, uint64_t dev_base,
+                         const std::vector<PageRun>& send,
                          const std::vector<PageRun>& protect_none);
   // Fetches the device's granules of [addr, addr + n) (all of them, or only the run at addr).
   CudaError managed_fetch(uint64_t addr, uint64_t n, bool all);

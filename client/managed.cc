@@ -33,8 +33,12 @@ constexpr uint64_t kSendMax = 8u << 20;   // one push message at most
 
 enum class Attach : uint8_t { Global, Host, Single };
 
+// A managed range.  `base` is its host address; `dev` its device address: the same for
+// cudaMallocManaged (the window), another for a __managed__ variable (the module global the server
+// placed, shadowed by a host mapping of this process).
 struct Alloc {
   uint64_t base = 0;
+  uint64_t dev = 0;
   int device = 0;
   Attach attach = Attach::Global;
   uint64_t stream = 0;  // the stream of a single-stream attachment
@@ -43,14 +47,17 @@ struct Alloc {
   int preferred = -2;  // cudaInvalidDeviceId; -1 is the CPU
   std::set<int> accessed_by;
   int last_prefetch = -2;
-  Alloc(uint64_t b, uint64_t size, int dev) : base(b), device(dev), pages(size, PageState::Clean) {}
+  Alloc(uint64_t b, uint64_t size, int device_, uint64_t dev_ = 0,
+        PageState initial = PageState::Clean)
+      : base(b), dev(dev_ ? dev_ : b), device(device_), pages(size, initial) {}
 };
 
 struct State {
   std::mutex mu;  // the allocations and their page states; never held across a server call
   std::map<uint64_t, std::unique_ptr<Alloc>> allocs;
   std::set<int> unsynced;  // devices given work since their last device-wide synchronization
-  std::mutex fetch_mu;     // one fetch at a time (held across the fetch, never by device work)
+  std::map<std::pair<const Variable*, int>, uint64_t> vars;  // __managed__ variables' host shadows
+  std::mutex fetch_mu;  // one fetch at a time (held across the fetch, never by device work)
   std::atomic<uint64_t> sent_bytes{0}, sent_runs{0}, fetched_bytes{0}, fetched_runs{0},
       write_faults{0};
 };
@@ -184,6 +191,45 @@ CudaError Client::malloc_managed(int dev, size_t size, unsigned flags, void** pt
   return err::Success;
 }
 
+CudaError Client::managed_variable(const Variable* v, void** host) {
+  if (!v || !host) return err::InvalidValue;
+  const int dev = current_device();
+  State& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (auto it = st.vars.find({v, dev}); it != st.vars.end()) {
+      *host = reinterpret_cast<void*>(it->second);
+      return err::Success;
+    }
+  }
+  uint64_t addr = 0, size = 0;
+  if (CudaError e = global_info(v, &addr, &size); e != err::Success) return e;
+  if (size == 0) return err::InvalidValue;
+  install_handler();
+  // The host shadow: a mapping of its own (the device address is a module global outside the
+  // window), PROT_NONE until the first access fetches the device's bytes (the initial value).
+  const uint64_t rounded =
+      (size + PageTracker::kGranule - 1) / PageTracker::kGranule * PageTracker::kGranule;
+  void* m = mmap(nullptr, rounded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    LOG_ERROR("__managed__ variable %s: cannot map %llu bytes on the host: %s", v->name.c_str(),
+              static_cast<unsigned long long>(rounded), strerror(errno));
+    return err::MemoryAllocation;
+  }
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (auto it = st.vars.find({v, dev}); it != st.vars.end()) {  // another thread was first
+    munmap(m, rounded);
+    *host = reinterpret_cast<void*>(it->second);
+    return err::Success;
+  }
+  const uint64_t base = reinterpret_cast<uint64_t>(m);
+  st.allocs[base] = std::make_unique<Alloc>(base, size, dev, addr, PageState::Device);
+  st.vars[{v, dev}] = base;
+  st.unsynced.insert(dev);  // kernels launched before may still be writing it
+  *host = m;
+  return err::Success;
+}
+
 bool Client::managed_forget(uint64_t base) {
   State& st = state();
   uint64_t size = 0;
@@ -210,6 +256,8 @@ void Client::managed_forget_device(int dev) {
     for (auto& [b, a] : st.allocs)
       if (a->device == dev) bases.push_back(b);
     st.unsynced.erase(dev);
+    for (auto it = st.vars.begin(); it != st.vars.end();)
+      it = it->first.second == dev ? st.vars.erase(it) : std::next(it);
   }
   for (uint64_t b : bases) managed_forget(b);
 }
@@ -220,7 +268,8 @@ void Client::managed_synchronized(int dev) {
   st.unsynced.erase(dev);
 }
 
-CudaError Client::managed_push(int dev, uint64_t base, const std::vector<PageRun>& send,
+CudaError Client::managed_push(int dev, uint64_t base, uint64_t dev_base,
+                               const std::vector<PageRun>& send,
                                const std::vector<PageRun>& protect_none) {
   CudaError e = err::Success;
   if (!send.empty()) {
@@ -233,7 +282,8 @@ CudaError Client::managed_push(int dev, uint64_t base, const std::vector<PageRun
       for (uint64_t off = 0; off < r.size && e == err::Success; off += kSendMax) {
         const uint64_t n = std::min(kSendMax, r.size - off);
         iovec v{reinterpret_cast<void*>(base + r.offset + off), n};
-        e = l->call<MemcpyHtoDMsg>(MemcpyHtoDReq{gpu, base + r.offset + off, n}, nullptr, &v, 1);
+        e = l->call<MemcpyHtoDMsg>(MemcpyHtoDReq{gpu, dev_base + r.offset + off, n}, nullptr, &v,
+                                   1);
         st.sent_bytes += n;
         st.sent_runs += 1;
       }
@@ -246,7 +296,7 @@ CudaError Client::managed_push(int dev, uint64_t base, const std::vector<PageRun
 CudaError Client::managed_before_work(int dev, uint64_t stream) {
   struct Move {
     int device;
-    uint64_t base;
+    uint64_t base, dev;
     std::vector<PageRun> send, none;
   };
   std::vector<Move> moves;
@@ -258,20 +308,21 @@ CudaError Client::managed_before_work(int dev, uint64_t stream) {
     for (auto& [b, a] : st.allocs) {
       if (a->device != dev || a->attach == Attach::Host) continue;
       if (a->attach == Attach::Single && a->stream != stream) continue;
-      Move m{a->device, b, {}, {}};
+      Move m{a->device, b, a->dev, {}, {}};
       a->pages.to_device(0, a->pages.size(), &m.send, &m.none);
       if (!m.none.empty()) moves.push_back(std::move(m));
     }
   }
   CudaError e = err::Success;
   for (const Move& m : moves)
-    if (CudaError r = managed_push(m.device, m.base, m.send, m.none); e == err::Success) e = r;
+    if (CudaError r = managed_push(m.device, m.base, m.dev, m.send, m.none); e == err::Success)
+      e = r;
   return e;
 }
 
 CudaError Client::managed_before_access(uint64_t p, uint64_t n, bool write) {
   int dev = 0;
-  uint64_t base = 0;
+  uint64_t base = 0, dev_base = 0;
   std::vector<PageRun> send, none;
   {
     State& st = state();
@@ -280,13 +331,14 @@ CudaError Client::managed_before_access(uint64_t p, uint64_t n, bool write) {
     if (!a) return err::Success;
     dev = a->device;
     base = a->base;
+    dev_base = a->dev;
     st.unsynced.insert(dev);
     if (write)
       a->pages.to_device(p - base, n, &send, &none);
     else
       a->pages.flush(p - base, n, &send);
   }
-  return managed_push(dev, base, send, none);
+  return managed_push(dev, base, dev_base, send, none);
 }
 
 CudaError Client::managed_fetch(uint64_t addr, uint64_t n, bool all) {
@@ -294,7 +346,7 @@ CudaError Client::managed_fetch(uint64_t addr, uint64_t n, bool all) {
   std::lock_guard<std::mutex> fetching(st.fetch_mu);
   for (;;) {
     int dev = 0;
-    uint64_t base = 0;
+    uint64_t base = 0, dev_base = 0;
     PageRun r;
     bool sync = false;
     {
@@ -302,6 +354,7 @@ CudaError Client::managed_fetch(uint64_t addr, uint64_t n, bool all) {
       Alloc* a = find_locked(st, addr);
       if (!a) return err::Success;
       base = a->base;
+      dev_base = a->dev;
       dev = a->device;
       const uint64_t off = addr - base;
       auto runs = a->pages.device_runs(off, n, kFetchMax);
@@ -321,7 +374,7 @@ CudaError Client::managed_fetch(uint64_t addr, uint64_t n, bool all) {
     void* stage = mmap(nullptr, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (stage == MAP_FAILED) return err::MemoryAllocation;
     iovec v{stage, r.size};
-    e = l->call<MemcpyDtoHMsg>(MemcpyDtoHReq{devices_[dev].spec.gpu, base + r.offset, r.size},
+    e = l->call<MemcpyDtoHMsg>(MemcpyDtoHReq{devices_[dev].spec.gpu, dev_base + r.offset, r.size},
                                nullptr, nullptr, 0, &v, 1);
     if (e != err::Success) {
       munmap(stage, r.size);

@@ -96,7 +96,7 @@ CudaError Client::mem_pool_current(int dev, MemPool** out) {
 
 CudaError Client::mem_pool_set_current(int dev, MemPool* pool) {
   if (check_device(dev) != err::Success) return err::InvalidDevice;
-  if (!live_pool(pool)) return err::InvalidValue;
+  if (!live_pool(pool) || pool->imported) return err::InvalidValue;  // imported: no allocations
   if (pool->device != dev) {
     LOG_ERROR("cudaDeviceSetMemPool: the pool belongs to device %d, not device %d", pool->device,
               dev);
@@ -210,6 +210,10 @@ CudaError Client::mem_pool_get_access(MemPool* pool, int dev, bool* read_write) 
 
 CudaError Client::malloc_async(void** ptr, size_t size, MemPool* pool, const Stream& s) {
   if (!ptr) return err::InvalidValue;
+  if (pool && live_pool(pool) && pool->imported) {
+    LOG_ERROR("cudaMallocFromPoolAsync: an imported pool makes no allocations");
+    return err::InvalidValue;
+  }
   if (size == 0) {
     *ptr = nullptr;
     return err::Success;
@@ -248,6 +252,12 @@ CudaError Client::malloc_async(void** ptr, size_t size, MemPool* pool, const Str
 
 CudaError Client::free_async(void* ptr, const Stream& s) {
   if (!ptr) return err::InvalidValue;  // as CUDA: freeing null asynchronously is an error
+  if (is_pool_import(ptr)) {  // cudaMemPoolImportPointer's: unmapped once the stream got there
+    if (CudaError e = stream_synchronize(s); e != err::Success) return e;
+    CudaError e = err::Success;
+    pool_import_release(ptr, &e);
+    return e;
+  }
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr)) return err::InvalidValue;
   if (!is_pool_allocation(r->base)) {

@@ -3,6 +3,7 @@
 // (server/ipc_exports.h): the backend gives a descriptor that stands for the event (the cuda
 // backend: a memfd holding the driver's IPC event handle; the host backend: the shared fence page),
 // and an importing session of the same rgpud opens it as an event of its own.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -69,8 +70,16 @@ Status Session::on(IpcGetEventHandleMsg, const IpcGetEventHandleReq& q, IpcGetEv
   int fd = -1;
   uint32_t kind = 0;
   if (Status s = exec_.ipc_event_export(static_cast<int>(q.device), h, fd, kind); !s.ok()) return s;
-  std::string why = ipc_export(config_.control, fd,
-                               IpcMeta{0, 0, static_cast<int32_t>(q.device), kind}, rep.token);
+  // rgpud's export registry refuses an empty range: the event's descriptor is exported whole.
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+    close(fd);
+    return Status::fail(err::Unknown, "the backend's IPC event descriptor is empty");
+  }
+  std::string why = ipc_export(
+      config_.control, fd,
+      IpcMeta{0, static_cast<uint64_t>(st.st_size), static_cast<int32_t>(q.device), kind},
+      rep.token);
   close(fd);
   if (!why.empty())
     return Status::fail(err::MemoryAllocation, "cannot export an event through rgpud: " + why);

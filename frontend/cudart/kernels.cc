@@ -1,6 +1,7 @@
 // Kernels: nvcc's registration and launch ABI (crt/host_runtime.h, CUDA 13), the plain launch
 // calls, function attributes, occupancy, and device symbols (attributed and cooperative launches,
 // kernel queries and libraries: launch.cc).
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -137,18 +138,62 @@ RGPU_EXPORT void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAdd
     cudart::Registration::get().add_variable(m, hostVar, deviceAddress, size);
 }
 
-RGPU_EXPORT void __cudaRegisterManagedVar(void** /*handle*/, void** /*hostVarPtrAddress*/,
-                                          char* deviceAddress, const char*, int, size_t, int, int) {
-  LOG_ERROR(
-      "__managed__ variable %s: managed memory is not supported by rgpu; the program will "
-      "fail when it touches it",
-      deviceAddress ? deviceAddress : "?");
-  rgpu::cudart::unsupported("__cudaRegisterManagedVar");
+// __managed__ variables: each is a module global whose host shadow (client/managed.cc) is made
+// when the module's first host access calls __cudaInitModule, which stores it in the pointer nvcc
+// reads (`*hostVarPtrAddress`).
+namespace {
+
+struct ManagedVars {
+  std::mutex mu;
+  std::map<client::Module*, std::vector<void**>> by_module;  // the shadow pointers to fill
+};
+
+ManagedVars& managed_vars() {
+  static ManagedVars* v = new ManagedVars;  // accessed from static constructors and at exit
+  return *v;
 }
 
-RGPU_EXPORT char __cudaInitModule(void** /*handle*/) {
-  rgpu::cudart::unsupported("__cudaInitModule (managed variables)");
-  return 0;
+}  // namespace
+
+RGPU_EXPORT void __cudaRegisterManagedVar(void** handle, void** hostVarPtrAddress,
+                                          char* deviceAddress, const char* /*deviceName*/,
+                                          int /*ext*/, size_t size, int /*constant*/,
+                                          int /*global*/) {
+  auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
+  if (!m || !hostVarPtrAddress || !deviceAddress) return;
+  cudart::Registration::get().add_variable(m, hostVarPtrAddress, deviceAddress, size);
+  ManagedVars& mv = managed_vars();
+  std::lock_guard<std::mutex> lock(mv.mu);
+  mv.by_module[m].push_back(hostVarPtrAddress);
+}
+
+RGPU_EXPORT char __cudaInitModule(void** handle) {
+  auto* m = handle ? static_cast<client::Module*>(*handle) : nullptr;
+  if (!m) {
+    LOG_ERROR(
+        "__cudaInitModule: the module was not registered; its __managed__ variables "
+        "cannot be used");
+    return 0;
+  }
+  std::vector<void**> shadows;
+  {
+    ManagedVars& mv = managed_vars();
+    std::lock_guard<std::mutex> lock(mv.mu);
+    shadows = mv.by_module[m];
+  }
+  for (void** shadow : shadows) {
+    client::Variable* v = cudart::Registration::get().variable(shadow);
+    void* host = nullptr;
+    if (CudaError e = core().managed_variable(v, &host); e != err::Success) {
+      LOG_ERROR("__managed__ variable %s: cannot make its host copy (%s)",
+                v ? v->name.c_str() : "?",
+                cuda_error_name(e) ? cuda_error_name(e) : "an unknown error");
+      ret(e);
+      return 0;
+    }
+    *shadow = host;
+  }
+  return 1;
 }
 
 // ---- launch

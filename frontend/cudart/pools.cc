@@ -114,12 +114,15 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const cudaMemPoolProps* po
   if (poolProps->allocType != cudaMemAllocationTypePinned ||
       poolProps->location.type != cudaMemLocationTypeDevice)
     return ret(err::InvalidValue);  // host and NUMA pools: not over a remote link
-  if (poolProps->handleTypes != cudaMemHandleTypeNone) {
-    rgpu::cudart::unsupported("cudaMemPoolCreate with shareable handle types (pool IPC)");
+  // Shareable as a POSIX file descriptor between processes of one server (client/misc2.cc);
+  // Win32 and fabric handles are not.
+  if (poolProps->handleTypes & ~cudaMemHandleTypePosixFileDescriptor) {
+    rgpu::cudart::unsupported("cudaMemPoolCreate with Win32 or fabric handle types");
     return ret(err::NotSupported);
   }
   Pool* p = nullptr;
   CudaError e = core().mem_pool_create(poolProps->location.id, poolProps->maxSize, &p);
+  if (e == err::Success) p->handle_types = static_cast<unsigned>(poolProps->handleTypes);
   if (e == err::Success) *memPool = handle_of(p);
   return ret(e);
 }

@@ -136,6 +136,22 @@ void count_and_fill(const rgpu_host_launch* l, void** p) {
   });
 }
 
+// tests/cuda/managed_vars.cu: __managed__ int counter; __managed__ float values[40000].
+void bump_managed(const rgpu_host_launch* l, void** p) {
+  auto* counter = static_cast<int*>(l->symbol(l->ctx, "counter"));
+  auto* values = static_cast<float*>(l->symbol(l->ctx, "values"));
+  int add = arg<int>(p, 0), n = arg<int>(p, 1);
+  each_thread(l, [&](long i, long) {
+    if (i == 0) *counter += add;
+    if (i < n) values[i] = 2 * values[i] + static_cast<float>(i);
+  });
+}
+
+// tests/cuda/managed_lib.cu: __managed__ int lib_counter.
+void lib_bump(const rgpu_host_launch* l, void** p) {
+  *static_cast<int*>(l->symbol(l->ctx, "lib_counter")) += arg<int>(p, 0);
+}
+
 void say(const rgpu_host_launch*, void** p) {
   int round = arg<int>(p, 0), lines = arg<int>(p, 1);
   for (int i = 0; i < lines; ++i)
@@ -321,6 +337,8 @@ const rgpu_host_kernel kKernels[] = {
     {"arrays_tex_lod", arrays_tex_lod},
     {"arrays_tex_layered", arrays_tex_layered},
     {"arrays_surf_write", arrays_surf_write},
+    {"bump_managed", bump_managed},
+    {"lib_bump", lib_bump},
 };
 
 }  // namespace
