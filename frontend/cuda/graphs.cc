@@ -87,8 +87,9 @@ CUresult update_deps(CUstream st, CUgraphNode* deps, const CUgraphEdgeData* edge
       core().capture_deps(s, nodes_of(deps, n), flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES));
 }
 
-CUresult finish(CUresult r, client::GraphNode* n, CUgraphNode* out) {
-  if (r == CUDA_SUCCESS) *out = cu(n);
+// `n` is read after the call that fills it (arguments are evaluated in no set order).
+CUresult finish(CUresult r, client::GraphNode* const* n, CUgraphNode* out) {
+  if (r == CUDA_SUCCESS) *out = cu(*n);
   return r;
 }
 
@@ -221,7 +222,7 @@ RGPU_CU CUresult cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph g, const CUg
   RGPU_INIT();
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::kernel_node({graph_of(g), nodes_of(deps, n)}, p, &out), out, node);
+  return finish(cuda_fe::kernel_node({graph_of(g), nodes_of(deps, n)}, p, &out), &out, node);
 }
 #undef cuGraphAddKernelNode
 RGPU_CU CUresult cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
@@ -237,21 +238,21 @@ RGPU_CU CUresult cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgrap
   RGPU_INIT();
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::memcpy_node({graph_of(g), nodes_of(deps, n)}, p, &out), out, node);
+  return finish(cuda_fe::memcpy_node({graph_of(g), nodes_of(deps, n)}, p, &out), &out, node);
 }
 RGPU_CU CUresult cuGraphAddMemsetNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
                                       size_t n, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
   RGPU_INIT();
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::memset_node({graph_of(g), nodes_of(deps, n)}, p, &out), out, node);
+  return finish(cuda_fe::memset_node({graph_of(g), nodes_of(deps, n)}, p, &out), &out, node);
 }
 RGPU_CU CUresult cuGraphAddHostNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
                                     const CUDA_HOST_NODE_PARAMS* p) {
   RGPU_INIT();
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::host_node({graph_of(g), nodes_of(deps, n)}, p, &out), out, node);
+  return finish(cuda_fe::host_node({graph_of(g), nodes_of(deps, n)}, p, &out), &out, node);
 }
 RGPU_CU CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
                                           size_t n, CUgraph child) {
@@ -259,8 +260,8 @@ RGPU_CU CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph g, const CU
   if (!node || !g || !child) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
   return finish(
-      to_driver(core().graph_add_child(graph_of(g), nodes_of(deps, n), graph_of(child), &out)), out,
-      node);
+      to_driver(core().graph_add_child(graph_of(g), nodes_of(deps, n), graph_of(child), &out)),
+      &out, node);
 }
 RGPU_CU CUresult cuGraphAddEmptyNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
                                      size_t n) {
@@ -268,7 +269,7 @@ RGPU_CU CUresult cuGraphAddEmptyNode(CUgraphNode* node, CUgraph g, const CUgraph
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
   return finish(
-      to_driver(core().graph_add(graph_of(g), nodes_of(deps, n), 0, {}, nullptr, 0, &out)), out,
+      to_driver(core().graph_add(graph_of(g), nodes_of(deps, n), 0, {}, nullptr, 0, &out)), &out,
       node);
 }
 RGPU_CU CUresult cuGraphAddEventRecordNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
@@ -276,7 +277,7 @@ RGPU_CU CUresult cuGraphAddEventRecordNode(CUgraphNode* node, CUgraph g, const C
   RGPU_INIT();
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::event_node({graph_of(g), nodes_of(deps, n)}, event, false, &out), out,
+  return finish(cuda_fe::event_node({graph_of(g), nodes_of(deps, n)}, event, false, &out), &out,
                 node);
 }
 RGPU_CU CUresult cuGraphAddEventWaitNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
@@ -284,7 +285,7 @@ RGPU_CU CUresult cuGraphAddEventWaitNode(CUgraphNode* node, CUgraph g, const CUg
   RGPU_INIT();
   if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::event_node({graph_of(g), nodes_of(deps, n)}, event, true, &out), out,
+  return finish(cuda_fe::event_node({graph_of(g), nodes_of(deps, n)}, event, true, &out), &out,
                 node);
 }
 RGPU_CU CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
@@ -293,7 +294,7 @@ RGPU_CU CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph g, const CUgraphNo
   if (!node || !g || !p) return CUDA_ERROR_INVALID_VALUE;
   if (!cuda_fe::plain_edges(edges, n)) return CUDA_ERROR_NOT_SUPPORTED;
   client::GraphNode* out = nullptr;
-  return finish(cuda_fe::any_node({graph_of(g), nodes_of(deps, n)}, p, &out), out, node);
+  return finish(cuda_fe::any_node({graph_of(g), nodes_of(deps, n)}, p, &out), &out, node);
 }
 #undef cuGraphAddNode
 RGPU_CU CUresult cuGraphAddNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
