@@ -2,10 +2,8 @@
 // dependent nodes, a node's counterpart in a clone, an event node's event, a host node's
 // function, an executable graph's flags, a DOT file of the graph, and cudaStreamGetId.
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
+#include "client/graph_shape.h"
 #include "common/log.h"
 #include "frontend/cudart/api.h"
 
@@ -21,29 +19,6 @@ namespace {
 client::Graph* G(cudaGraph_t g) { return reinterpret_cast<client::Graph*>(g); }
 client::GraphNode* N(cudaGraphNode_t n) { return reinterpret_cast<client::GraphNode*>(n); }
 cudaGraphNode_t H(client::GraphNode* n) { return reinterpret_cast<cudaGraphNode_t>(n); }
-
-const char* kind_name(uint32_t kind) {
-  switch (kind) {
-    case cudaGraphNodeTypeKernel:
-      return "kernel";
-    case cudaGraphNodeTypeMemcpy:
-      return "memcpy";
-    case cudaGraphNodeTypeMemset:
-      return "memset";
-    case cudaGraphNodeTypeHost:
-      return "host";
-    case cudaGraphNodeTypeGraph:
-      return "graph";
-    case cudaGraphNodeTypeEmpty:
-      return "empty";
-    case cudaGraphNodeTypeWaitEvent:
-      return "wait_event";
-    case cudaGraphNodeTypeEventRecord:
-      return "event_record";
-    default:
-      return "node";
-  }
-}
 
 cudaError_t event_of_node(cudaGraphNode_t node, cudaEvent_t* out, uint32_t kind) {
   if (!node || !out || N(node)->kind != kind) return ret(err::InvalidValue);
@@ -148,35 +123,12 @@ cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flag
   return cudaSuccess;
 }
 
-// The graph's nodes (kind and id) and edges as a DOT digraph; handles with
-// cudaGraphDebugDotFlagsHandles or Verbose.
+// The graph's nodes (kind and id) and edges as a DOT digraph (client/graph_shape.cc, shared with
+// cuGraphDebugDotPrint); handles with cudaGraphDebugDotFlagsHandles or Verbose.
 cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {
   if (!graph || !path) return ret(err::InvalidValue);
-  FILE* f = std::fopen(path, "w");
-  if (!f) {
-    LOG_WARN("rgpu: cudaGraphDebugDotPrint cannot open %s: %s", path, std::strerror(errno));
-    return ret(static_cast<CudaError>(cudaErrorOperatingSystem));
-  }
   const bool handles = flags & (cudaGraphDebugDotFlagsHandles | cudaGraphDebugDotFlagsVerbose);
-  std::fprintf(f, "digraph rgpu_graph_%llu {\n", static_cast<unsigned long long>(G(graph)->id));
-  for (const auto& n : G(graph)->nodes) {
-    if (!n->listed()) continue;
-    std::fprintf(f, "  n%llu [label=\"%s %llu", static_cast<unsigned long long>(n->id),
-                 kind_name(n->kind), static_cast<unsigned long long>(n->id));
-    if (handles) std::fprintf(f, "\\n%p", static_cast<void*>(n.get()));
-    std::fprintf(f, "\"];\n");
-  }
-  for (const auto& n : G(graph)->nodes)
-    for (client::GraphNode* d : n->deps)
-      if (n->listed())
-        std::fprintf(f, "  n%llu -> n%llu;\n", static_cast<unsigned long long>(d->id),
-                     static_cast<unsigned long long>(n->id));
-  std::fprintf(f, "}\n");
-  if (std::fclose(f) != 0) {
-    LOG_WARN("rgpu: cudaGraphDebugDotPrint could not write %s: %s", path, std::strerror(errno));
-    return ret(static_cast<CudaError>(cudaErrorOperatingSystem));
-  }
-  return cudaSuccess;
+  return ret(client::graph_dot_print(G(graph), path, handles));
 }
 
 cudaError_t cudaStreamGetId(cudaStream_t stream, unsigned long long* id) {

@@ -74,7 +74,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"kernels_basic", "tcp"}, Case{"kernels_basic", "shm"},
                       Case{"errors", "tcp"}, Case{"pointer_attrs", "tcp"},
                       Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
-                      Case{"kernels_symbols", "tcp"}, Case{"kernels_api", "tcp"}),
+                      Case{"kernels_symbols", "tcp"}, Case{"kernels_api", "tcp"},
+                      Case{"graphs", "tcp"}, Case{"graphs", "shm"}, Case{"graphs_query", "tcp"},
+                      Case{"graphs_more", "tcp"}),
     [](const ::testing::TestParamInfo<Case>& i) {
       return std::string(i.param.program) + "_" + i.param.transport;
     });

@@ -1,0 +1,361 @@
+// CUDA graphs through the driver API alone (libcuda.so.1): graphs built node by node (memset,
+// kernel, memcpy, host, event, empty, child graph, cuGraphAddNode), their shape and parameter
+// queries, setters in the graph and in the executable graph, update, enabling, clones, stream
+// capture (into a new graph and into an existing one), user objects and the DOT description.
+// Built like driver_api.cpp against the toolkit's stub libcuda.so; it runs on NVIDIA's driver
+// natively and on rgpu's libcuda.so.1 under LD_LIBRARY_PATH, printing the same lines.
+#include <cuda.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "launch_lib_cubin.h"
+
+static int g_failures = 0;
+
+static const char* name_of(CUresult r) {
+  const char* s = nullptr;
+  return cuGetErrorName(r, &s) == CUDA_SUCCESS && s ? s : "(unknown CUresult)";
+}
+
+#define EXPECT_ERR(expr, expected)                                                      \
+  do {                                                                                  \
+    CUresult e_ = (expr);                                                               \
+    if (e_ == (expected)) {                                                             \
+      printf("ok   %-60.60s %s\n", #expr, name_of(e_));                                 \
+    } else {                                                                            \
+      printf("FAIL %-60.60s got %s, want %s\n", #expr, name_of(e_), name_of(expected)); \
+      ++g_failures;                                                                     \
+    }                                                                                   \
+  } while (0)
+#define EXPECT_OK(expr) EXPECT_ERR(expr, CUDA_SUCCESS)
+#define EXPECT_TRUE(cond, what)  \
+  do {                           \
+    if (cond) {                  \
+      printf("ok   %s\n", what); \
+    } else {                     \
+      printf("FAIL %s\n", what); \
+      ++g_failures;              \
+    }                            \
+  } while (0)
+
+constexpr int kN = 1000;
+static int g_host_calls = 0;
+static void host_fn(void* p) { *static_cast<int*>(p) += 1; }
+static int g_destroyed = 0;
+static void destroy_fn(void*) { ++g_destroyed; }
+
+// Every element of `h` equals `want`.  The graphs copy into a second device buffer, g_out (rgpu's
+// graphs copy into device memory only), read back into `h` here, outside the graph.
+static CUdeviceptr g_out = 0;
+static int* g_h = nullptr;
+static bool all_equal(int* h, int want) {
+  if (h == g_h && cuMemcpyDtoH(h, g_out, kN * sizeof(int)) != CUDA_SUCCESS) return false;
+  for (int i = 0; i < kN; ++i)
+    if (h[i] != want) return false;
+  return true;
+}
+
+static CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction f, void** args) {
+  CUDA_KERNEL_NODE_PARAMS k{};
+  k.func = f;
+  k.gridDimX = (kN + 255) / 256, k.gridDimY = 1, k.gridDimZ = 1;
+  k.blockDimX = 256, k.blockDimY = 1, k.blockDimZ = 1;
+  k.kernelParams = args;
+  return k;
+}
+
+static CUDA_MEMCPY3D d2d(CUdeviceptr src, CUdeviceptr dst, size_t bytes) {
+  CUDA_MEMCPY3D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = src;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = dst;
+  c.WidthInBytes = bytes;
+  c.Height = 1;
+  c.Depth = 1;
+  return c;
+}
+
+int main() {
+  EXPECT_OK(cuInit(0));
+  CUdevice dev = 0;
+  EXPECT_OK(cuDeviceGet(&dev, 0));
+  CUcontext ctx = nullptr;
+  EXPECT_OK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  EXPECT_OK(cuCtxSetCurrent(ctx));
+  CUmodule m = nullptr;
+  EXPECT_OK(cuModuleLoadData(&m, lib_cubin));
+  CUfunction f = nullptr;
+  EXPECT_OK(cuModuleGetFunction(&f, m, "lib_add"));
+  CUdeviceptr d = 0;
+  EXPECT_OK(cuMemAlloc(&d, kN * sizeof(int)));
+  int* h = nullptr;
+  EXPECT_OK(cuMemAllocHost(reinterpret_cast<void**>(&h), kN * sizeof(int)));
+  EXPECT_OK(cuMemAlloc(&g_out, kN * sizeof(int)));
+  g_h = h;
+  CUstream s = nullptr;
+  EXPECT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUevent ev = nullptr;
+  EXPECT_OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  char line[200];
+
+  // ---- a graph built node by node: memset -> kernel -> memcpy -> host, and an event record
+  CUgraph g = nullptr;
+  EXPECT_ERR(cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_OK(cuGraphCreate(&g, 0));
+  CUgraphNode nset = nullptr, nker = nullptr, ncpy = nullptr, nhost = nullptr, nrec = nullptr;
+  CUDA_MEMSET_NODE_PARAMS ms{};
+  ms.dst = d, ms.value = 0, ms.elementSize = 4, ms.width = kN, ms.height = 1;
+  EXPECT_OK(cuGraphAddMemsetNode(&nset, g, nullptr, 0, &ms, ctx));
+  int v = 5, n = kN;
+  void* args[] = {&d, &v, &n};
+  CUDA_KERNEL_NODE_PARAMS kp = kernel_params(f, args);
+  EXPECT_OK(cuGraphAddKernelNode(&nker, g, &nset, 1, &kp));
+  v = 99;  // the node keeps the values given when it was added
+  CUDA_MEMCPY3D cp = d2d(d, g_out, kN * sizeof(int));
+  EXPECT_OK(cuGraphAddMemcpyNode(&ncpy, g, &nker, 1, &cp, ctx));
+  CUDA_HOST_NODE_PARAMS hp{host_fn, &g_host_calls};
+  EXPECT_OK(cuGraphAddHostNode(&nhost, g, &ncpy, 1, &hp));
+  EXPECT_OK(cuGraphAddEventRecordNode(&nrec, g, &ncpy, 1, ev));
+  CUgraphNode bad = nullptr;
+  EXPECT_ERR(cuGraphAddHostNode(&bad, g, nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+
+  CUgraphExec x = nullptr;
+  EXPECT_OK(cuGraphInstantiate(&x, g, 0));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 5), "two launches: memset, +5, copied");
+  snprintf(line, sizeof line, "host node ran %d times", g_host_calls);
+  EXPECT_TRUE(g_host_calls == 2, line);
+  EXPECT_OK(cuEventQuery(ev));
+
+  // ---- shape queries
+  size_t count = 0;
+  EXPECT_OK(cuGraphGetNodes(g, nullptr, &count));
+  snprintf(line, sizeof line, "graph has %zu nodes", count);
+  EXPECT_TRUE(count == 5, line);
+  CUgraphNode roots[4] = {};
+  count = 4;
+  EXPECT_OK(cuGraphGetRootNodes(g, roots, &count));
+  EXPECT_TRUE(count == 1 && roots[0] == nset, "the memset is the only root");
+  EXPECT_OK(cuGraphGetEdges(g, nullptr, nullptr, nullptr, &count));
+  snprintf(line, sizeof line, "graph has %zu edges", count);
+  EXPECT_TRUE(count == 4, line);
+  CUgraphNode deps[4] = {};
+  count = 4;
+  EXPECT_OK(cuGraphNodeGetDependentNodes(ncpy, deps, nullptr, &count));
+  EXPECT_TRUE(count == 2 &&
+                  ((deps[0] == nhost && deps[1] == nrec) || (deps[0] == nrec && deps[1] == nhost)),
+              "the copy's dependents are the host and event nodes");
+  count = 4;
+  EXPECT_OK(cuGraphNodeGetDependencies(nker, deps, nullptr, &count));
+  EXPECT_TRUE(count == 1 && deps[0] == nset, "the kernel depends on the memset");
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  EXPECT_OK(cuGraphNodeGetType(nker, &type));
+  EXPECT_TRUE(type == CU_GRAPH_NODE_TYPE_KERNEL, "kernel node type");
+  EXPECT_OK(cuGraphNodeGetType(nrec, &type));
+  EXPECT_TRUE(type == CU_GRAPH_NODE_TYPE_EVENT_RECORD, "event record node type");
+
+  // ---- parameter getters
+  CUDA_KERNEL_NODE_PARAMS kq{};
+  EXPECT_OK(cuGraphKernelNodeGetParams(nker, &kq));
+  EXPECT_TRUE(kq.func == f && kq.gridDimX == (kN + 255) / 256 && kq.blockDimX == 256 &&
+                  *static_cast<int*>(kq.kernelParams[1]) == 5,
+              "kernel node parameters read back (argument 1 is 5)");
+  EXPECT_ERR(cuGraphKernelNodeGetParams(nset, &kq), CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEMSET_NODE_PARAMS mq{};
+  EXPECT_OK(cuGraphMemsetNodeGetParams(nset, &mq));
+  EXPECT_TRUE(mq.dst == d && mq.elementSize == 4 && mq.width == kN, "memset node parameters");
+  CUDA_MEMCPY3D cq{};
+  EXPECT_OK(cuGraphMemcpyNodeGetParams(ncpy, &cq));
+  EXPECT_TRUE(cq.srcDevice == d && cq.dstDevice == g_out && cq.WidthInBytes == kN * sizeof(int),
+              "memcpy node parameters");
+  CUDA_HOST_NODE_PARAMS hq{};
+  EXPECT_OK(cuGraphHostNodeGetParams(nhost, &hq));
+  EXPECT_TRUE(hq.fn == host_fn && hq.userData == &g_host_calls, "host node parameters");
+  CUevent evq = nullptr;
+  EXPECT_OK(cuGraphEventRecordNodeGetEvent(nrec, &evq));
+  EXPECT_TRUE(evq == ev, "event record node's event");
+  EXPECT_ERR(cuGraphEventWaitNodeGetEvent(nrec, &evq), CUDA_ERROR_INVALID_VALUE);
+
+  // ---- setters: in the executable graph, then in the graph and cuGraphExecUpdate
+  v = 7;
+  EXPECT_OK(cuGraphExecKernelNodeSetParams(x, nker, &kp));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 7), "executable graph's kernel node set to +7");
+  v = 11;
+  EXPECT_OK(cuGraphKernelNodeSetParams(nker, &kp));
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_OK(cuGraphExecUpdate(x, g, &info));
+  EXPECT_TRUE(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS, "update result success");
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 11), "graph's kernel node set to +11 and the update applied");
+  ms.value = 0x02020202;  // one repeated byte: 4-byte elements of 0x02020202
+  EXPECT_OK(cuGraphExecMemsetNodeSetParams(x, nset, &ms, ctx));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 0x02020202 + 11), "executable graph's memset set to 0x02020202");
+  ms.value = 0;
+  EXPECT_OK(cuGraphExecMemsetNodeSetParams(x, nset, &ms, ctx));
+
+  // ---- enabling
+  unsigned enabled = 9;
+  EXPECT_OK(cuGraphNodeSetEnabled(x, nker, 0));
+  EXPECT_OK(cuGraphNodeGetEnabled(x, nker, &enabled));
+  EXPECT_TRUE(enabled == 0, "kernel node disabled");
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 0), "a disabled kernel node does not run");
+  EXPECT_OK(cuGraphNodeSetEnabled(x, nker, 1));
+  EXPECT_ERR(cuGraphNodeSetEnabled(x, nhost, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_OK(cuGraphExecDestroy(x));
+
+  // ---- clones, child graphs, empty nodes, edges, node removal
+  CUgraph clone = nullptr;
+  EXPECT_OK(cuGraphClone(&clone, g));
+  CUgraphNode found = nullptr;
+  EXPECT_OK(cuGraphNodeFindInClone(&found, nker, clone));
+  EXPECT_OK(cuGraphNodeGetType(found, &type));
+  EXPECT_TRUE(found != nker && type == CU_GRAPH_NODE_TYPE_KERNEL, "the kernel node's clone");
+  EXPECT_ERR(cuGraphNodeFindInClone(&found, nker, g), CUDA_ERROR_INVALID_VALUE);
+  CUgraph outer = nullptr;
+  EXPECT_OK(cuGraphCreate(&outer, 0));
+  CUgraphNode nchild = nullptr, nempty = nullptr, nextra = nullptr;
+  EXPECT_OK(cuGraphAddEmptyNode(&nempty, outer, nullptr, 0));
+  EXPECT_OK(cuGraphAddChildGraphNode(&nchild, outer, &nempty, 1, clone));
+  CUgraph embedded = nullptr;
+  EXPECT_OK(cuGraphChildGraphNodeGetGraph(nchild, &embedded));
+  EXPECT_TRUE(embedded != nullptr && embedded != clone, "the child node embeds a copy");
+  v = 3;
+  CUgraphNodeParams np{};
+  np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  np.kernel.func = f;
+  np.kernel.gridDimX = (kN + 255) / 256, np.kernel.gridDimY = 1, np.kernel.gridDimZ = 1;
+  np.kernel.blockDimX = 256, np.kernel.blockDimY = 1, np.kernel.blockDimZ = 1;
+  np.kernel.kernelParams = args;
+  EXPECT_OK(cuGraphAddNode(&nextra, outer, nullptr, nullptr, 0, &np));
+  EXPECT_OK(cuGraphAddDependencies(outer, &nchild, &nextra, nullptr, 1));
+  EXPECT_OK(cuGraphGetEdges(outer, nullptr, nullptr, nullptr, &count));
+  snprintf(line, sizeof line, "outer graph has %zu edges", count);
+  EXPECT_TRUE(count == 2, line);
+  EXPECT_OK(cuGraphRemoveDependencies(outer, &nchild, &nextra, nullptr, 1));
+  EXPECT_OK(cuGraphGetEdges(outer, nullptr, nullptr, nullptr, &count));
+  EXPECT_TRUE(count == 1, "an edge removed");
+  EXPECT_OK(cuGraphDestroyNode(nextra));
+  EXPECT_OK(cuGraphGetNodes(outer, nullptr, &count));
+  snprintf(line, sizeof line, "outer graph has %zu nodes after removing one", count);
+  EXPECT_TRUE(count == 2, line);
+  CUDA_GRAPH_INSTANTIATE_PARAMS ip{};
+  ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+  EXPECT_OK(cuGraphInstantiateWithParams(&x, outer, &ip));
+  EXPECT_TRUE(ip.result_out == CUDA_GRAPH_INSTANTIATE_SUCCESS, "instantiated with parameters");
+  cuuint64_t xflags = 0;
+  EXPECT_OK(cuGraphExecGetFlags(x, &xflags));
+  EXPECT_TRUE(xflags == CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, "flags read back");
+  g_host_calls = 0;
+  EXPECT_OK(cuGraphUpload(x, s));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 11) && g_host_calls == 1, "the child graph ran (+11, host node)");
+  EXPECT_OK(cuGraphExecDestroy(x));
+  char dot[] = "/tmp/driver_graphs_XXXXXX";
+  const int fd = mkstemp(dot);
+  if (fd >= 0) close(fd);
+  EXPECT_OK(cuGraphDebugDotPrint(outer, dot, 0));
+  FILE* df = fopen(dot, "r");
+  char head[16] = {};
+  if (df) {
+    size_t got = fread(head, 1, 7, df);
+    head[got] = '\0';
+    fclose(df);
+  }
+  EXPECT_TRUE(std::strcmp(head, "digraph") == 0, "the DOT file is a digraph");
+  unlink(dot);
+  EXPECT_OK(cuGraphDestroy(outer));
+  EXPECT_OK(cuGraphDestroy(clone));
+
+  // ---- stream capture
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  EXPECT_OK(cuStreamIsCapturing(s, &status));
+  EXPECT_TRUE(status == CU_STREAM_CAPTURE_STATUS_NONE, "not capturing");
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  EXPECT_OK(cuThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_TRUE(mode == CU_STREAM_CAPTURE_MODE_GLOBAL, "the thread's mode was global");
+  EXPECT_OK(cuThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_TRUE(mode == CU_STREAM_CAPTURE_MODE_RELAXED, "the thread's mode restored");
+  EXPECT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  EXPECT_OK(cuStreamIsCapturing(s, &status));
+  EXPECT_TRUE(status == CU_STREAM_CAPTURE_STATUS_ACTIVE, "capturing");
+  cuuint64_t cid = 0;
+  CUgraph cg = nullptr;
+  EXPECT_OK(cuStreamGetCaptureInfo(s, &status, &cid, &cg, nullptr, nullptr, nullptr));
+  EXPECT_TRUE(status == CU_STREAM_CAPTURE_STATUS_ACTIVE && cid != 0, "capture info");
+  v = 20;
+  EXPECT_OK(cuMemsetD32Async(d, 0x01010101, kN, s));
+  EXPECT_OK(cuLaunchKernel(f, (kN + 255) / 256, 1, 1, 256, 1, 1, 0, s, args, nullptr));
+  EXPECT_OK(cuMemcpyDtoDAsync(g_out, d, kN * sizeof(int), s));
+  CUgraph captured = nullptr;
+  EXPECT_OK(cuStreamEndCapture(s, &captured));
+  EXPECT_OK(cuGraphGetNodes(captured, nullptr, &count));
+  snprintf(line, sizeof line, "captured graph has %zu nodes", count);
+  EXPECT_TRUE(count == 3, line);
+  EXPECT_TRUE(all_equal(h, 11), "nothing ran during capture");
+  EXPECT_OK(cuGraphInstantiate(&x, captured, 0));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 0x01010101 + 20), "captured graph ran: 0x01010101 + 20");
+  EXPECT_OK(cuGraphExecDestroy(x));
+  // Into an existing graph, after its node.
+  CUgraph into = nullptr;
+  CUgraphNode first = nullptr;
+  EXPECT_OK(cuGraphCreate(&into, 0));
+  ms.value = 2;
+  ms.elementSize = 1;
+  ms.width = kN * sizeof(int);
+  EXPECT_OK(cuGraphAddMemsetNode(&first, into, nullptr, 0, &ms, ctx));
+  EXPECT_OK(
+      cuStreamBeginCaptureToGraph(s, into, &first, nullptr, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  EXPECT_OK(cuMemcpyDtoDAsync(g_out, d, kN * sizeof(int), s));
+  CUgraph back = nullptr;
+  EXPECT_OK(cuStreamEndCapture(s, &back));
+  EXPECT_TRUE(back == into, "capture into a graph returns that graph");
+  EXPECT_OK(cuGraphGetNodes(into, nullptr, &count));
+  EXPECT_TRUE(count == 2, "the existing graph has the captured copy");
+  EXPECT_OK(cuGraphInstantiate(&x, into, 0));
+  EXPECT_OK(cuGraphLaunch(x, s));
+  EXPECT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(h, 0x02020202), "memset then the captured copy");
+  EXPECT_OK(cuGraphExecDestroy(x));
+  EXPECT_OK(cuGraphDestroy(into));
+  EXPECT_OK(cuGraphDestroy(captured));
+
+  // ---- user objects
+  CUuserObject uo = nullptr;
+  EXPECT_ERR(cuUserObjectCreate(&uo, nullptr, destroy_fn, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_OK(cuUserObjectCreate(&uo, nullptr, destroy_fn, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  EXPECT_OK(cuUserObjectRetain(uo, 1));
+  EXPECT_OK(cuUserObjectRelease(uo, 2));
+  EXPECT_OK(cuGraphRetainUserObject(g, uo, 1, CU_GRAPH_USER_OBJECT_MOVE));
+  EXPECT_OK(cuGraphInstantiate(&x, g, 0));
+  EXPECT_OK(cuGraphDestroy(g));
+  EXPECT_TRUE(g_destroyed == 0, "the executable graph still holds the user object");
+  EXPECT_OK(cuGraphExecDestroy(x));
+  EXPECT_OK(cuCtxSynchronize());
+  for (int i = 0; i < 100 && g_destroyed == 0; ++i) usleep(10000);  // destructors may be deferred
+  EXPECT_TRUE(g_destroyed == 1, "the user object destroyed with its last owner");
+
+  EXPECT_OK(cuEventDestroy(ev));
+  EXPECT_OK(cuStreamDestroy(s));
+  EXPECT_OK(cuMemFree(d));
+  EXPECT_OK(cuMemFree(g_out));
+  EXPECT_OK(cuMemFreeHost(h));
+  EXPECT_OK(cuModuleUnload(m));
+  EXPECT_OK(cuDevicePrimaryCtxRelease(dev));
+  printf("driver_graphs: %s\n", g_failures ? "FAILED" : "passed");
+  return g_failures ? 1 : 0;
+}
