@@ -108,6 +108,21 @@ bool Client::array_record(uint64_t id, bool mipmapped, ArrayRecord* out) {
   return true;
 }
 
+CudaError Client::texture1d_linear_max_width(int dev, uint32_t format, uint32_t channels,
+                                             size_t* width) {
+  if (!width) return err::InvalidValue;
+  if (check_device(dev) != err::Success) return err::InvalidDevice;
+  ArrayQueryRep rep;
+  CudaError e = forward<ArrayQueryMsg>(
+      dev,
+      ArrayQueryReq{0, format | uint64_t{channels} << 32, proto::kQueryTexture1DLinearMaxWidth},
+      &rep);
+  if (e != err::Success) return e;
+  if (rep.values.empty()) return err::Unknown;
+  *width = static_cast<size_t>(rep.values[0]);
+  return err::Success;
+}
+
 CudaError Client::array_query(uint64_t id, bool mipmapped, int dev, uint32_t op,
                               std::vector<uint64_t>* values) {
   ArrayRecord r;

@@ -360,6 +360,8 @@ class Client {
   // False for an id that is no live array (mipmapped or not, as `mipmapped` says).
   bool array_record(uint64_t id, bool mipmapped, ArrayRecord* out);
   // proto::ArrayQueryOp `op` of an array on virtual device `dev` (its own device).
+  // The widest 1-D linear texture of a format on `dev`, in elements (driver format numbering).
+  CudaError texture1d_linear_max_width(int dev, uint32_t format, uint32_t channels, size_t* width);
   CudaError array_query(uint64_t id, bool mipmapped, int dev, uint32_t op,
                         std::vector<uint64_t>* values);
   // One operand of an array copy: an array (`array` non-zero), or linear memory (host or device)

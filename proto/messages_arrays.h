@@ -59,6 +59,10 @@ enum class ArrayQueryOp : uint32_t {
   MemoryRequirements = 1,  // reply: size, alignment
   SparseProperties = 2,    // reply: tile width, height, depth, miptail first level, size, flags
 };
+// ArrayQuery's ops: 1 memory requirements, 2 sparse properties, 3 (kQueryTexture1DLinearMaxWidth)
+// the device's widest 1-D linear texture, in elements, for `id` = CUarray_format | channels << 32
+// (no array involved).
+constexpr uint32_t kQueryTexture1DLinearMaxWidth = 3;
 struct ArrayQueryReq {
   uint32_t device = 0;
   uint64_t id = 0;

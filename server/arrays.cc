@@ -114,6 +114,8 @@ Status Session::on(ArrayCopyMsg, const ArrayCopyReq& q, Empty&) {
 
 Status Session::on(ArrayQueryMsg, const ArrayQueryReq& q, ArrayQueryRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
+  if (q.op == kQueryTexture1DLinearMaxWidth)  // a device query: `id` is the format, no array
+    return exec_.array_query(static_cast<int>(q.device), q.id, false, q.op, rep.values);
   auto it = arrays_.find(q.id);
   if (it == arrays_.end() || it->second.device != q.device)
     return Status::fail(kInvalidResourceHandle, "no such array on this GPU");

@@ -109,6 +109,16 @@ Status cuda_array_query(const CudaDriver& drv, CUdevice dev, uint64_t array, boo
               p.miptailFirstLevel, p.miptailSize,       p.flags};
     return s;
   }
+  if (op == 3) {  // the widest 1-D linear texture of this format (array = format | channels << 32)
+    size_t width = 0;
+    Status s = check(drv,
+                     drv.cuDeviceGetTexture1DLinearMaxWidth(
+                         &width, static_cast<CUarray_format>(array & 0xffffffffu),
+                         static_cast<unsigned>(array >> 32), dev),
+                     "cuDeviceGetTexture1DLinearMaxWidth");
+    values = {width};
+    return s;
+  }
   return Status::fail(err::InvalidValue, "unknown array query " + std::to_string(op));
 }
 

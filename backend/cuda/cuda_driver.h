@@ -121,6 +121,7 @@ struct CudaDriver {
   X(cuMipmappedArrayGetMemoryRequirements,                                                     \
     CUresult (*)(CUDA_ARRAY_MEMORY_REQUIREMENTS*, CUmipmappedArray, CUdevice))                 \
   X(cuArrayGetSparseProperties, CUresult (*)(CUDA_ARRAY_SPARSE_PROPERTIES*, CUarray))          \
+  X(cuDeviceGetTexture1DLinearMaxWidth, CUresult (*)(size_t*, CUarray_format, unsigned, CUdevice)) \
   X(cuMipmappedArrayGetSparseProperties,                                                       \
     CUresult (*)(CUDA_ARRAY_SPARSE_PROPERTIES*, CUmipmappedArray))                             \
   X(cuTexObjectCreate, CUresult (*)(CUtexObject*, const CUDA_RESOURCE_DESC*,                   \

@@ -239,6 +239,16 @@ cudaError_t cudaArrayGetPlane(cudaArray_t* pPlaneArray, cudaArray_t hArray, unsi
   return ret(err::InvalidValue);
 }
 
+cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements,
+                                                 const struct cudaChannelFormatDesc* fmtDesc,
+                                                 int device) {
+  if (!maxWidthInElements || !fmtDesc) return ret(err::InvalidValue);
+  uint32_t format = 0, channels = 0;
+  if (!cudart::driver_format(*fmtDesc, &format, &channels))
+    return ret(cudaErrorInvalidChannelDescriptor);
+  return ret(core().texture1d_linear_max_width(device, format, channels, maxWidthInElements));
+}
+
 cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements* memoryRequirements,
                                            cudaArray_t array, int device) {
   if (!memoryRequirements) return ret(err::InvalidValue);

@@ -67,6 +67,11 @@ static void copies_2d() {
   REQUIRE_OK(cudaMallocArray(&b, &desc, W, H));
   cudaChannelFormatDesc got{};
   EXPECT_OK(cudaGetChannelDesc(&got, a));
+  size_t widest = 0;
+  EXPECT_OK(cudaDeviceGetTexture1DLinearMaxWidth(&widest, &desc, 0));
+  EXPECT_TRUE(widest >= (size_t{1} << 27), "the widest 1-D linear float texture: 2^27 or more");
+  EXPECT_ERR(cudaDeviceGetTexture1DLinearMaxWidth(&widest, &desc, 99), cudaErrorInvalidDevice);
+  cudaGetLastError();
   EXPECT_TRUE(got.x == 32 && got.f == cudaChannelFormatKindFloat, "cudaGetChannelDesc: float");
   cudaExtent ext{};
   unsigned flags = 99;
