@@ -202,6 +202,7 @@ bool Client::adopt_allocation(int dev, uint64_t ptr, size_t size, const char* wh
 
 CudaError Client::free(void* ptr) {
   if (!ptr) return err::Success;
+  if (CudaError ge; graph_mem_free(ptr, &ge)) return ge;  // graph memory (client/graphs4.cc)
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr) || !r->freeable) return err::InvalidValue;
   if (is_pool_allocation(r->base)) {  // cudaFree of stream-ordered memory: synchronizes
@@ -342,8 +343,8 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
       e != err::Success || plan.empty)
     return e;
-  if (CudaError e = managed_copy(dst, (height - 1) * dpitch + width, src,
-                                 (height - 1) * spitch + width);
+  if (CudaError e =
+          managed_copy(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width);
       e != err::Success)
     return e;
   kind = plan.kind;

@@ -10,8 +10,13 @@
 
 namespace rgpu::cudart {
 
+// With `attrs` null, a node's new parameters keep the attributes it had (an added node has none).
 CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p,
-                      client::GraphNode** out);
+                      client::GraphNode** out,
+                      const std::vector<cudaLaunchAttribute>* attrs = nullptr);
+// One launch attribute in the core's terms; false for an id this build does not know
+// (frontend/cudart/launch.cc).
+bool launch_attribute(const cudaLaunchAttribute& a, client::Client::LaunchAttribute& out);
 CudaError memcpy_node(const client::NodeTarget& t, const cudaMemcpy3DParms* p,
                       client::GraphNode** out);
 CudaError memcpy1d_node(const client::NodeTarget& t, void* dst, const void* src, size_t count,
@@ -27,6 +32,7 @@ CudaError event_node(const client::NodeTarget& t, cudaEvent_t event, bool wait,
 // graph (client::GraphNode::params); a kernel node's argument values are copied too.
 struct KernelNodeCopy {
   cudaKernelNodeParams params{};
+  std::vector<cudaLaunchAttribute> attrs;  // cudaGraphKernelNodeSetAttribute's, one per id
   std::vector<std::vector<char>> args;
   std::vector<void*> arg_ptrs;
 };

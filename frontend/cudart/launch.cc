@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "frontend/cudart/api.h"
+#include "frontend/cudart/graph_nodes.h"
 #include "frontend/cudart/handles.h"
 #include "frontend/cudart/registration.h"
 
@@ -113,6 +114,14 @@ bool convert(const cudaLaunchAttribute& a, Attr& out) {
       return false;
   }
 }
+
+}  // namespace
+
+bool rgpu::cudart::launch_attribute(const cudaLaunchAttribute& a, Attr& out) {
+  return convert(a, out);
+}
+
+namespace {
 
 // The attributes of a launch configuration; those that leave a launch as it is (ignored entries,
 // cooperative 0, programmatic serialization 0) are dropped, so such a launch stays a plain one.
