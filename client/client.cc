@@ -343,8 +343,8 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
       e != err::Success || plan.empty)
     return e;
-  if (CudaError e =
-          managed_copy(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width);
+  if (CudaError e = managed_copy(dst, (height - 1) * dpitch + width, src,
+                                 (height - 1) * spitch + width);
       e != err::Success)
     return e;
   kind = plan.kind;
