@@ -77,8 +77,17 @@ cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t graph,
 cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, cudaMemAllocNodeParams* out) {
   if (!node || !out) return ret(err::InvalidValue);
   const client::GraphNode* n = N(node);
-  if (n->kind != cudaGraphNodeTypeMemAlloc || !n->params) return ret(err::InvalidValue);
-  *out = static_cast<const AllocNodeCopy*>(n->params.get())->params;
+  if (n->kind != cudaGraphNodeTypeMemAlloc || !n->alloc) return ret(err::InvalidValue);
+  if (n->params) {  // added explicitly: the parameters given
+    *out = static_cast<const AllocNodeCopy*>(n->params.get())->params;
+    return cudaSuccess;
+  }
+  *out = cudaMemAllocNodeParams{};  // captured (cudaMallocAsync): pinned memory of the device
+  out->poolProps.allocType = cudaMemAllocationTypePinned;
+  out->poolProps.location.type = cudaMemLocationTypeDevice;
+  out->poolProps.location.id = n->alloc->device;
+  out->bytesize = n->alloc->bytes;
+  out->dptr = n->alloc->ptr;
   return cudaSuccess;
 }
 
