@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/address_map.h"
@@ -316,6 +317,13 @@ class Client {
   // A memset node of `height` rows of `width` elements of `elem` bytes (1, 2, 4), `pitch` apart.
   CudaError graph_add_memset2d(const NodeTarget& t, void* ptr, size_t pitch, unsigned value,
                                unsigned elem, size_t width, size_t height, GraphNode** out);
+  // Capture modes across threads: a capture begun on `s` by this thread in `mode`
+  // (cudaStreamCaptureMode), or ended; and a potentially unsafe call (cudaMalloc...) on a thread
+  // whose own mode is `thread_mode`: 900 (cudaErrorStreamCaptureUnsupported) when a capture
+  // prohibits it, which is then invalidated, as natively.
+  void capture_started(const Stream& s, unsigned mode);
+  void capture_stopped(const Stream& s);
+  CudaError unsafe_call(unsigned thread_mode);
   // cudaMallocAsync / cudaFreeAsync on `s`: true when `s` is capturing (then the call became a
   // memory node of the capture, and *e says how that went).
   bool graph_capture_alloc(void** ptr, size_t size, const Stream& s, CudaError* e);
@@ -450,6 +458,13 @@ class Client {
   CudaError graph_mem_launch_check(GraphExec* x);
   void graph_mem_instantiate(const Graph* g, GraphExec* x);
   CudaError gmem_allocate(int dev, size_t bytes, std::shared_ptr<GraphAlloc>* out);
+  struct CaptureOwner {
+    Stream stream;
+    unsigned mode = 0;
+    std::thread::id thread;
+  };
+  std::mutex owners_mu_;
+  std::vector<CaptureOwner> capture_owners_;
   Graph* gmem_capture(const Stream& s, unsigned* status);  // the graph `s` captures into
   CudaError gmem_capture_node(Graph* g, const Stream& s, uint32_t kind, GraphNode** out);
   Client();

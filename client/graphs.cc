@@ -387,6 +387,7 @@ CudaError Client::capture_begin(const Stream& s, unsigned mode) {
   g->link = l, g->device = s.device, g->gpu = devices_[s.device].spec.gpu, g->id = l->new_id();
   CudaError e = l->call<GraphBeginCaptureMsg>(GraphBeginCaptureReq{g->gpu, s.id, g->id, mode});
   if (e != err::Success) return e;
+  capture_started(s, mode);
   std::lock_guard<std::mutex> lock(graphs_mu_);
   const uint64_t id = g->id;
   capturing_[{l, id}] = g.release();
@@ -406,6 +407,7 @@ CudaError Client::capture_end(const Stream& s, Graph** out) {
   if (info.status == 0) return 401;  // cudaErrorIllegalState: not capturing
   CudaError e =
       l->call<GraphEndCaptureMsg>(GraphEndCaptureReq{devices_[s.device].spec.gpu, s.id}, &rep);
+  if (e != 903) capture_stopped(s);  // 903: not the origin stream
   Graph* g = nullptr;
   {
     std::lock_guard<std::mutex> lock(graphs_mu_);

@@ -97,6 +97,7 @@ CudaError Client::capture_to(const Stream& s, Graph* g, const std::vector<GraphN
   g->capture_into = true;
   g->capture_base = g->nodes.size();
   capturing_[{g->link, g->id}] = g;
+  capture_started(s, mode);
   return err::Success;
 }
 

@@ -194,6 +194,47 @@ bool Client::graph_capture_free(void* ptr, const Stream& s, CudaError* e) {
   return true;
 }
 
+// ---- capture modes across threads
+
+void Client::capture_started(const Stream& s, unsigned mode) {
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  capture_owners_.push_back(CaptureOwner{s, mode, std::this_thread::get_id()});
+}
+
+void Client::capture_stopped(const Stream& s) {
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  std::erase_if(capture_owners_, [&](const CaptureOwner& o) {
+    return o.stream.device == s.device && o.stream.id == s.id;
+  });
+}
+
+CudaError Client::unsafe_call(unsigned thread_mode) {
+  constexpr unsigned kGlobal = 0, kRelaxed = 2;  // cudaStreamCaptureMode
+  if (thread_mode == kRelaxed) return err::Success;
+  std::vector<Stream> offending;
+  {
+    std::lock_guard<std::mutex> lock(owners_mu_);
+    const std::thread::id me = std::this_thread::get_id();
+    for (const CaptureOwner& o : capture_owners_) {
+      const bool mine = o.thread == me;
+      if ((mine && o.mode != kRelaxed) || (!mine && thread_mode == kGlobal && o.mode == kGlobal))
+        offending.push_back(o.stream);
+    }
+  }
+  if (offending.empty()) return err::Success;
+  LOG_ERROR(
+      "rgpu: a potentially unsafe call (it may synchronize) while a stream capture's mode "
+      "prohibits it on this thread: the call fails and the capture is invalidated (use "
+      "cudaStreamCaptureModeRelaxed, or cudaThreadExchangeStreamCaptureMode, to allow it)");
+  for (const Stream& s : offending) {
+    CudaError e;
+    if (ServerLink* l = link(s.device, &e))
+      l->call<GraphCaptureInvalidateMsg>(
+          GraphCaptureInvalidateReq{devices_[s.device].spec.gpu, s.id});
+  }
+  return 900;  // cudaErrorStreamCaptureUnsupported
+}
+
 // ---- frees outside graphs
 
 bool Client::graph_mem_free(void* ptr, CudaError* e) {

@@ -22,6 +22,15 @@ struct GraphCaptureNodeRep {
   RGPU_FIELDS(node, deps)
 };
 
+// A potentially unsafe call from a thread that a capture's mode prohibits it to: the capture of
+// `stream` is invalidated (cudaStreamEndCapture then fails).
+struct GraphCaptureInvalidateReq {
+  uint32_t device = 0;
+  uint64_t stream = 0;
+  RGPU_FIELDS(device, stream)
+};
+using GraphCaptureInvalidateRep = Empty;
+
 // A stream-ordered memset of `height` rows of `width` elements of `elem` bytes (1, 2 or 4), rows
 // `pitch` bytes apart, each element `value` (its low `elem` bytes): a graph's memset node with
 // wider elements or 2-D (cudaMemsetParams).

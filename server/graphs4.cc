@@ -38,6 +38,14 @@ Status Session::on(GraphCaptureNodeMsg, const GraphCaptureNodeReq& q, GraphCaptu
   return Status::success();
 }
 
+Status Session::on(GraphCaptureInvalidateMsg, const GraphCaptureInvalidateReq& q, Empty&) {
+  auto st = graphs_.streams.find(q.stream);
+  if (st == graphs_.streams.end())
+    return Status::fail(kIllegalState, "the stream is not capturing");
+  invalidate_capture(st->second.graph);
+  return Status::success();
+}
+
 Status Session::on(MemsetPatternMsg, const MemsetPatternReq& q, Empty&) {
   if (q.elem != 1 && q.elem != 2 && q.elem != 4)
     return Status::fail(err::InvalidValue, "a memset's element size must be 1, 2 or 4 bytes");

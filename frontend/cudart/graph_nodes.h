@@ -28,6 +28,11 @@ CudaError host_node(const client::NodeTarget& t, const cudaHostNodeParams* p,
 CudaError event_node(const client::NodeTarget& t, cudaEvent_t event, bool wait,
                      client::GraphNode** out);
 
+// A potentially unsafe call (cudaMalloc) on this thread: cudaErrorStreamCaptureUnsupported when
+// a stream capture's mode prohibits it (the capture is then invalidated), else cudaSuccess
+// (frontend/cudart/graphs.cc, client/graphs4.cc).
+cudaError_t unsafe_call();
+
 // What cudaGraph*NodeGetParams answer: a copy of the parameters last given to a node of the
 // graph (client::GraphNode::params); a kernel node's argument values are copied too.
 struct KernelNodeCopy {
