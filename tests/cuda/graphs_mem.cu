@@ -2,9 +2,11 @@
 // (cudaMallocAsync / cudaFreeAsync), their parameters, the lifetime of an allocation that outlives
 // its launch (freed by cudaFreeAsync, cudaFree or cudaGraphInstantiateFlagAutoFreeOnLaunch), the
 // restrictions on graphs with memory nodes, and the graph memory attributes; memset nodes of 2-
-// and 4-byte elements and 2-D; kernel node attributes.  Prints the same lines natively and
+// and 4-byte elements and 2-D; a 3-D copy node; kernel node attributes; capture modes across
+// threads.  Prints the same lines natively and
 // through rgpu.
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -322,6 +324,35 @@ int main() {
   EXPECT_OK(cudaGraphDestroy(g5));
 
   EXPECT_OK(cudaFree(box));
+
+  // 7. Capture modes across threads: cudaMalloc is potentially unsafe during a capture.
+  cudaStream_t cs;
+  REQUIRE_OK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  cudaGraph_t cg = nullptr;
+  cudaError_t other = cudaSuccess;
+  void* tmp = nullptr;
+  REQUIRE_OK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+  std::thread([&] { other = cudaMalloc(&tmp, 256); }).join();
+  EXPECT_TRUE(other == cudaErrorStreamCaptureUnsupported,
+              "another thread's cudaMalloc during a global capture is refused");
+  EXPECT_ERR(cudaStreamEndCapture(cs, &cg), cudaErrorStreamCaptureInvalidated);
+  REQUIRE_OK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+  std::thread([&] {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess) other = cudaMalloc(&tmp, 256);
+  }).join();
+  EXPECT_TRUE(other == cudaSuccess, "a relaxed thread's cudaMalloc during a global capture works");
+  EXPECT_OK(cudaStreamEndCapture(cs, &cg));
+  EXPECT_OK(cudaGraphDestroy(cg));
+  EXPECT_OK(cudaFree(tmp));
+  REQUIRE_OK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  std::thread([&] { other = cudaMalloc(&tmp, 256); }).join();
+  EXPECT_TRUE(other == cudaSuccess,
+              "another thread's cudaMalloc during a thread-local capture works");
+  EXPECT_OK(cudaStreamEndCapture(cs, &cg));
+  EXPECT_OK(cudaGraphDestroy(cg));
+  EXPECT_OK(cudaFree(tmp));
+  EXPECT_OK(cudaStreamDestroy(cs));
   EXPECT_OK(cudaFree(out));
   EXPECT_OK(cudaStreamDestroy(s));
   return finish("graphs_mem");
