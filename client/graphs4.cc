@@ -105,12 +105,12 @@ CudaError Client::graph_add_memset2d(const NodeTarget& t, void* ptr, size_t pitc
   Graph* g = t.graph;
   if (!g) return err::InvalidValue;
   if (elem != 1 && elem != 2 && elem != 4) {
-    LOG_ERROR("cudaGraphAddMemsetNode: the element size is %u (1, 2 or 4)", elem);
+    LOG_ERROR("graph memset node: the element size is %u (1, 2 or 4)", elem);
     return err::InvalidValue;
   }
   if (height == 0 || width == 0) return err::InvalidValue;
   if (height > 1 && pitch < width * elem) {
-    LOG_ERROR("cudaGraphAddMemsetNode: the pitch %zu is smaller than a row (%zu bytes)", pitch,
+    LOG_ERROR("graph memset node: the pitch %zu is smaller than a row (%zu bytes)", pitch,
               width * elem);
     return err::InvalidValue;
   }
@@ -223,7 +223,7 @@ CudaError Client::unsafe_call(unsigned thread_mode) {
   }
   if (offending.empty()) return err::Success;
   LOG_ERROR(
-      "rgpu: a potentially unsafe call (it may synchronize) while a stream capture's mode "
+      "a potentially unsafe call (it may synchronize) while a stream capture's mode "
       "prohibits it on this thread: the call fails and the capture is invalidated (use "
       "cudaStreamCaptureModeRelaxed, or cudaThreadExchangeStreamCaptureMode, to allow it)");
   for (const Stream& s : offending) {
