@@ -203,6 +203,7 @@ bool Client::adopt_allocation(int dev, uint64_t ptr, size_t size, const char* wh
 CudaError Client::free(void* ptr) {
   if (!ptr) return err::Success;
   if (CudaError e; pool_import_release(ptr, &e)) return e;  // cudaMemPoolImportPointer's
+  if (CudaError ge; graph_mem_free(ptr, &ge)) return ge;  // graph memory (client/graphs4.cc)
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr) || !r->freeable) return err::InvalidValue;
   if (is_pool_allocation(r->base)) {  // cudaFree of stream-ordered memory: synchronizes

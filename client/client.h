@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/address_map.h"
@@ -258,8 +259,10 @@ class Client {
                       GraphNode** out);
   // Each graph_add_* records a new node, or with t.node replaces that node's parameters
   // (cudaGraph*NodeSetParams; in t.exec: cudaGraphExec*NodeSetParams).
+  // With `attrs` (kernel node attributes; no events), the node records a LaunchEx.
   CudaError graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 grid, Dim3 block,
-                             void** args, size_t shared_mem, GraphNode** out);
+                             void** args, size_t shared_mem, GraphNode** out,
+                             const std::vector<LaunchAttribute>& attrs = {});
   CudaError graph_add_memcpy(const NodeTarget& t, void* dst, size_t dpitch, const void* src,
                              size_t spitch, size_t width, size_t height, CopyKind kind,
                              GraphNode** out);
@@ -295,6 +298,36 @@ class Client {
                        unsigned mode);
   // The nodes the capturing stream's next node depends on: `deps` (set) or also `deps`.
   CudaError capture_deps(const Stream& s, const std::vector<GraphNode*>& deps, bool set);
+  // ---- graphs4 (client/graphs4.cc): graph memory nodes
+  // An allocation node of `bytes` on the graph's device after `deps`: its memory (in the
+  // device's window) is backed now and named by (*out)->alloc.
+  CudaError graph_add_mem_alloc(Graph* g, const std::vector<GraphNode*>& deps, size_t bytes,
+                                GraphNode** out);
+  // A free node of `ptr`, a graph allocation's address.
+  CudaError graph_add_mem_free(Graph* g, const std::vector<GraphNode*>& deps, void* ptr,
+                               GraphNode** out);
+  // cudaFree / cudaFreeAsync of `ptr`: true when it is a graph allocation (then *e says how the
+  // free went: an allocation not outstanding from a launch is an invalid value).
+  bool graph_mem_free(void* ptr, CudaError* e);
+  // cudaGraphMemAttributeType `attr` of device `dev` (used/reserved, current/high): read, or
+  // reset (a high mark, to 0 only); trim.
+  CudaError graph_mem_attribute(int dev, int attr, uint64_t* value);
+  CudaError graph_mem_reset(int dev, int attr, uint64_t value);
+  CudaError graph_mem_trim(int dev);
+  // A memset node of `height` rows of `width` elements of `elem` bytes (1, 2, 4), `pitch` apart.
+  CudaError graph_add_memset2d(const NodeTarget& t, void* ptr, size_t pitch, unsigned value,
+                               unsigned elem, size_t width, size_t height, GraphNode** out);
+  // Capture modes across threads: a capture begun on `s` by this thread in `mode`
+  // (cudaStreamCaptureMode), or ended; and a potentially unsafe call (cudaMalloc...) on a thread
+  // whose own mode is `thread_mode`: 900 (cudaErrorStreamCaptureUnsupported) when a capture
+  // prohibits it, which is then invalidated, as natively.
+  void capture_started(const Stream& s, unsigned mode);
+  void capture_stopped(const Stream& s);
+  CudaError unsafe_call(unsigned thread_mode);
+  // cudaMallocAsync / cudaFreeAsync on `s`: true when `s` is capturing (then the call became a
+  // memory node of the capture, and *e says how that went).
+  bool graph_capture_alloc(void** ptr, size_t size, const Stream& s, CudaError* e);
+  bool graph_capture_free(void* ptr, const Stream& s, CudaError* e);
   // ---- pools (client/pools.cc): stream-ordered allocation and mapped page-locked memory
   // A memory pool of a virtual device: the server's pool `id` (0: the device's default pool).
   struct MemPool {
@@ -350,7 +383,7 @@ class Client {
   struct ArrayRecord {
     int device = 0;
     ArrayDesc desc;
-    uint64_t owner = 0;                 // a level's mipmapped array
+    uint64_t owner = 0;                  // a level's mipmapped array
     std::map<uint32_t, uint64_t> named;  // a mipmapped array's levels named so far
   };
   CudaError array_create(int dev, const ArrayDesc& d, uint64_t* id);
@@ -428,6 +461,31 @@ class Client {
                         const void* payload, size_t payload_bytes, GraphNode** out);
   std::mutex graphs_mu_;
   std::map<std::pair<const ServerLink*, uint64_t>, Graph*> capturing_;  // by link and graph id
+  // ---- graphs4 (client/graphs4.cc): graph memory.  Never drop the last reference of a
+  // GraphAlloc while holding gmem_mu_ (its deleter takes it).
+  struct GraphMemMarks {
+    uint64_t used_high = 0, reserved_high = 0;
+  };
+  std::mutex gmem_mu_;
+  std::map<uint64_t, GraphAlloc> gmem_all_;                    // every backed one, by address
+  std::map<uint64_t, std::shared_ptr<GraphAlloc>> gmem_live_;  // allocated by a launch, not freed
+  std::map<int, GraphMemMarks> gmem_marks_;
+  void gmem_totals(int dev, uint64_t* used, uint64_t* reserved);  // under gmem_mu_
+  void gmem_note(int dev);                                        // under gmem_mu_: high marks
+  // The memory nodes' effect of launching `x` (after the server took the launch).
+  CudaError graph_mem_launch(GraphExec* x);
+  CudaError graph_mem_launch_check(GraphExec* x);
+  void graph_mem_instantiate(const Graph* g, GraphExec* x);
+  CudaError gmem_allocate(int dev, size_t bytes, std::shared_ptr<GraphAlloc>* out);
+  struct CaptureOwner {
+    Stream stream;
+    unsigned mode = 0;
+    std::thread::id thread;
+  };
+  std::mutex owners_mu_;
+  std::vector<CaptureOwner> capture_owners_;
+  Graph* gmem_capture(const Stream& s, unsigned* status);  // the graph `s` captures into
+  CudaError gmem_capture_node(Graph* g, const Stream& s, uint32_t kind, GraphNode** out);
   Client();
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
   // Enters an allocation the server made for device `dev` into the address map, after checking

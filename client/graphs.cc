@@ -86,9 +86,11 @@ CudaError Client::graph_add(Graph* g, const std::vector<GraphNode*>& deps, uint1
   uint32_t kind = kNodeEmpty;
   switch (static_cast<MsgId>(type)) {
     case MsgId::Launch:
+    case MsgId::LaunchEx:
       kind = kNodeKernel;
       break;
     case MsgId::Memset:
+    case MsgId::MemsetPattern:
       kind = kNodeMemset;
       break;
     case MsgId::HostFunc:
@@ -133,7 +135,8 @@ CudaError Client::graph_place(const NodeTarget& t, uint16_t type, std::vector<ui
 }
 
 CudaError Client::graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 grid, Dim3 block,
-                                   void** args, size_t shared_mem, GraphNode** out) {
+                                   void** args, size_t shared_mem, GraphNode** out,
+                                   const std::vector<LaunchAttribute>& attrs) {
   Graph* g = t.graph;
   if (!g) return err::InvalidValue;
   const LoadedModule* lm = nullptr;
@@ -154,7 +157,15 @@ CudaError Client::graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
   }
-  return graph_place(t, static_cast<uint16_t>(MsgId::Launch), encode_message(q), nullptr, 0, out);
+  if (attrs.empty())
+    return graph_place(t, static_cast<uint16_t>(MsgId::Launch), encode_message(q), nullptr, 0, out);
+  LaunchExReq x;
+  x.launch = std::move(q);
+  for (const LaunchAttribute& a : attrs) {
+    if (a.event) return err::NotSupported;  // events of kernel nodes: edges in a graph
+    x.attrs.push_back(LaunchAttr{a.id, a.v[0], a.v[1], a.v[2], a.v[3]});
+  }
+  return graph_place(t, static_cast<uint16_t>(MsgId::LaunchEx), encode_message(x), nullptr, 0, out);
 }
 
 CudaError Client::graph_add_memcpy(const NodeTarget& t, void* dst, size_t dpitch, const void* src,
@@ -225,6 +236,11 @@ CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps,
                                   GraphNode** out) {
   if (!g || !child || !out) return err::InvalidValue;
   if (child->link != g->link || child->gpu != g->gpu) return err::InvalidValue;
+  for (const auto& n : child->nodes)
+    if (!n->removed && (n->alloc || n->kind == 11)) {
+      LOG_ERROR("cudaGraphAddChildGraphNode: a graph with memory nodes cannot be a child graph");
+      return err::NotSupported;
+    }
   // Flattened on the server; the child-graph node is an empty node after the child's nodes.
   bool ok = true;
   GraphAddChildReq q{g->gpu, g->id, child->id, ids(deps, g, &ok)};
@@ -261,6 +277,10 @@ CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps,
 CudaError Client::graph_edges(Graph* g, const std::vector<GraphNode*>& from,
                               const std::vector<GraphNode*>& to, bool remove) {
   if (!g || from.size() != to.size()) return err::InvalidValue;
+  if (remove && g->has_mem_nodes()) {
+    LOG_ERROR("cudaGraphRemoveDependencies: the edges of a graph with memory nodes cannot go");
+    return err::NotSupported;
+  }
   bool a = true, b = true;
   GraphEdgesReq q{g->gpu, g->id, ids(from, g, &a), ids(to, g, &b), remove};
   if (!a || !b) return err::InvalidValue;
@@ -276,6 +296,10 @@ CudaError Client::graph_edges(Graph* g, const std::vector<GraphNode*>& from,
 
 CudaError Client::graph_clone(Graph* g, Graph** out) {
   if (!g || !out) return err::InvalidValue;
+  if (g->has_mem_nodes()) {
+    LOG_ERROR("cudaGraphClone: a graph with memory nodes cannot be cloned");
+    return err::NotSupported;
+  }
   auto c = std::make_unique<Graph>();
   c->link = g->link, c->device = g->device, c->gpu = g->gpu, c->id = g->link->new_id();
   GraphNodesRep rep;
@@ -308,11 +332,20 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
 
 CudaError Client::graph_instantiate(Graph* g, GraphExec** out) {
   if (!g || !out) return err::InvalidValue;
+  if (*g->instances > 0 && g->has_mem_nodes()) {
+    LOG_ERROR(
+        "cudaGraphInstantiate: a graph with memory nodes can have one executable graph at a "
+        "time (destroy the other first)");
+    return err::NotSupported;
+  }
   auto x = std::make_unique<GraphExec>();
   x->link = g->link, x->device = g->device, x->gpu = g->gpu, x->id = g->link->new_id();
   if (CudaError e = g->link->call<GraphInstantiateMsg>(GraphInstantiateReq{g->gpu, g->id, x->id});
       e != err::Success)
     return e;
+  graph_mem_instantiate(g, x.get());
+  x->instances = g->instances;
+  ++*x->instances;
   *out = x.release();
   return err::Success;
 }
@@ -320,12 +353,16 @@ CudaError Client::graph_instantiate(Graph* g, GraphExec** out) {
 CudaError Client::graph_exec_update(GraphExec* x, Graph* g) {
   if (!x || !g) return err::InvalidValue;
   if (x->link != g->link || x->gpu != g->gpu) return err::InvalidValue;
+  GraphExec y;  // memory nodes cannot change by an update
+  graph_mem_instantiate(g, &y);
+  if (y.allocs != x->allocs || y.frees != x->frees) return 910;  // GraphExecUpdateFailure
   return x->link->call<GraphExecUpdateMsg>(GraphExecUpdateReq{x->gpu, x->id, g->id});
 }
 
 CudaError Client::graph_exec_destroy(GraphExec* x) {
   if (!x) return err::InvalidValue;
   CudaError e = x->link->call<GraphExecDestroyMsg>(GraphObjectReq{x->gpu, x->id});
+  if (x->instances) --*x->instances;
   delete x;
   return e;
 }
@@ -334,7 +371,11 @@ CudaError Client::graph_launch(GraphExec* x, const Stream& s) {
   if (!x) return err::InvalidValue;
   if (s.device != x->device) return err::InvalidValue;
   if (CudaError e = managed_before_work(s.device, s.id); e != err::Success) return e;
-  return x->link->call<GraphLaunchMsg>(GraphLaunchReq{x->gpu, x->id, s.id});
+  if (CudaError e = graph_mem_launch_check(x); e != err::Success) return e;
+  if (CudaError e = x->link->call<GraphLaunchMsg>(GraphLaunchReq{x->gpu, x->id, s.id});
+      e != err::Success)
+    return e;
+  return graph_mem_launch(x);
 }
 
 CudaError Client::capture_begin(const Stream& s, unsigned mode) {
@@ -346,6 +387,7 @@ CudaError Client::capture_begin(const Stream& s, unsigned mode) {
   g->link = l, g->device = s.device, g->gpu = devices_[s.device].spec.gpu, g->id = l->new_id();
   CudaError e = l->call<GraphBeginCaptureMsg>(GraphBeginCaptureReq{g->gpu, s.id, g->id, mode});
   if (e != err::Success) return e;
+  capture_started(s, mode);
   std::lock_guard<std::mutex> lock(graphs_mu_);
   const uint64_t id = g->id;
   capturing_[{l, id}] = g.release();
@@ -365,6 +407,7 @@ CudaError Client::capture_end(const Stream& s, Graph** out) {
   if (info.status == 0) return 401;  // cudaErrorIllegalState: not capturing
   CudaError e =
       l->call<GraphEndCaptureMsg>(GraphEndCaptureReq{devices_[s.device].spec.gpu, s.id}, &rep);
+  if (e != 903) capture_stopped(s);  // 903: not the origin stream
   Graph* g = nullptr;
   {
     std::lock_guard<std::mutex> lock(graphs_mu_);
@@ -385,6 +428,8 @@ CudaError Client::capture_end(const Stream& s, Graph** out) {
   if (into)  // the nodes it had keep what the client knows of them
     std::erase_if(rep.nodes, [&](const GraphNodeInfo& i) { return i.id <= g->capture_base; });
   adopt(g, rep.nodes);
+  for (const auto& n : g->nodes)  // captured memory nodes (client/graphs4.cc)
+    if (n->alloc || n->free_ptr) n->kind = n->alloc ? 10 : 11;
   *out = g;
   return err::Success;
 }

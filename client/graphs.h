@@ -13,6 +13,15 @@ class ServerLink;
 struct Graph;
 struct Event;
 
+// Memory of a graph's allocation node (client/graphs4.cc): backed when the node is made (its
+// address is fixed for the graph's life, as CUDA's), released when the graph, its clones, its
+// executable graphs and a launch's outstanding allocation all let go of it.
+struct GraphAlloc {
+  int device = 0;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
 struct GraphNode {
   Graph* graph = nullptr;
   uint64_t id = 0;    // the server's, within its graph
@@ -32,6 +41,9 @@ struct GraphNode {
   uint64_t child_first = 0, child_count = 0;
   // The front-end's copy of the parameters last given, for cudaGraph*NodeGetParams.
   std::shared_ptr<void> params;
+  // A memory allocation node's memory; a memory free node's address.
+  std::shared_ptr<GraphAlloc> alloc;
+  void* free_ptr = nullptr;
 };
 
 struct Graph {
@@ -44,6 +56,13 @@ struct Graph {
   // Being captured into by cudaStreamBeginCaptureToGraph: it had `capture_base` nodes before.
   bool capture_into = false;
   size_t capture_base = 0;
+  // Executable graphs of this graph alive (one at most while it has memory nodes).
+  std::shared_ptr<int> instances = std::make_shared<int>(0);
+  bool has_mem_nodes() const {
+    for (const auto& n : nodes)
+      if (!n->removed && (n->kind == 10 || n->kind == 11)) return true;
+    return false;
+  }
   GraphNode* node(uint64_t id) const {
     return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
   }
@@ -67,6 +86,10 @@ struct GraphExec {
   uint64_t id = 0;
   uint64_t flags = 0;           // the instantiation flags, as given
   std::set<uint64_t> disabled;  // node ids disabled by cudaGraphNodeSetEnabled
+  // Memory nodes: what a launch allocates and frees (client/graphs4.cc).
+  std::vector<std::shared_ptr<GraphAlloc>> allocs;
+  std::vector<void*> frees;
+  std::shared_ptr<int> instances;  // its graph's count
 };
 
 }  // namespace rgpu::client

@@ -3,6 +3,7 @@
 // disabling a node of an executable graph, and a child-graph node's new graph in an executable
 // graph.  Each is one synchronous message.
 #include "client/client.h"
+#include "common/log.h"
 
 namespace rgpu::client {
 
@@ -30,6 +31,10 @@ CudaError Client::stream_attribute(const Stream& s, unsigned op, LaunchAttribute
 CudaError Client::graph_destroy_node(GraphNode* n) {
   if (!n || !n->graph || !n->listed()) return err::InvalidValue;
   Graph* g = n->graph;
+  if (g->has_mem_nodes()) {
+    LOG_ERROR("cudaGraphDestroyNode: the nodes of a graph with memory nodes cannot go");
+    return err::NotSupported;
+  }
   // A child-graph node goes with the copies of its graph's nodes.
   std::vector<uint64_t> ids{n->id};
   for (uint64_t i = 0; i < n->child_count; ++i)
@@ -92,6 +97,7 @@ CudaError Client::capture_to(const Stream& s, Graph* g, const std::vector<GraphN
   g->capture_into = true;
   g->capture_base = g->nodes.size();
   capturing_[{g->link, g->id}] = g;
+  capture_started(s, mode);
   return err::Success;
 }
 

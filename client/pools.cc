@@ -218,6 +218,7 @@ CudaError Client::malloc_async(void** ptr, size_t size, MemPool* pool, const Str
     *ptr = nullptr;
     return err::Success;
   }
+  if (CudaError ge; graph_capture_alloc(ptr, size, s, &ge)) return ge;  // client/graphs4.cc
   if (!pool) {
     if (CudaError e = mem_pool_current(s.device, &pool); e != err::Success) return e;
   } else if (!live_pool(pool)) {
@@ -258,6 +259,8 @@ CudaError Client::free_async(void* ptr, const Stream& s) {
     pool_import_release(ptr, &e);
     return e;
   }
+  if (CudaError ge; graph_capture_free(ptr, s, &ge)) return ge;  // client/graphs4.cc
+  if (CudaError ge; graph_mem_free(ptr, &ge)) return ge;         // graph memory
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr)) return err::InvalidValue;
   if (!is_pool_allocation(r->base)) {

@@ -512,6 +512,7 @@ struct PayloadDoneMsg {
 }  // namespace rgpu::proto
 #include "proto/messages_graphs.h"  // IWYU pragma: export
 #include "proto/messages_graphs3.h"  // NOLINT(build/include_order)
+#include "proto/messages_graphs4.h"  // NOLINT(build/include_order)
 #include "proto/messages_ipc.h"     // NOLINT(build/include_order)
 #include "proto/messages_pools.h"   // NOLINT(build/include_order)
 #include "proto/messages_arrays.h"  // NOLINT(build/include_order)

@@ -44,8 +44,16 @@ bool stream_of_request(uint16_t type, const std::vector<uint8_t>& body, uint64_t
   switch (static_cast<MsgId>(type)) {
     case MsgId::Launch:
       return get(LaunchMsg{}, kNodeKernel);
+    case MsgId::LaunchEx: {  // a kernel node with launch attributes
+      auto q = decode_message<LaunchExReq>(body.data(), body.size());
+      stream = q.launch.stream;
+      kind = kNodeKernel;
+      return true;
+    }
     case MsgId::Memset:
       return get(MemsetMsg{}, kNodeMemset);
+    case MsgId::MemsetPattern:
+      return get(MemsetPatternMsg{}, kNodeMemset);
     case MsgId::MemcpyDtoD:
       return get(MemcpyDtoDMsg{}, kNodeMemcpy);
     case MsgId::Memcpy2DDtoD:
@@ -424,7 +432,7 @@ bool topological(const Graph& g, std::vector<GraphNode>& out) {
 bool same_shape(const std::vector<GraphNode>& a, const std::vector<GraphNode>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].id != b[i].id || a[i].type != b[i].type || a[i].deps != b[i].deps) return false;
+    if (a[i].id != b[i].id || a[i].kind != b[i].kind || a[i].deps != b[i].deps) return false;
   return true;
 }
 
@@ -491,6 +499,18 @@ Status Session::replay_node(const GraphNode& n, uint32_t dev, uint64_t stream) {
       q.device = dev, q.stream = stream;
       Empty rep;
       return on(LaunchMsg{}, q, rep);
+    }
+    case MsgId::LaunchEx: {
+      auto q = decode_message<LaunchExReq>(b.data(), b.size());
+      q.launch.device = dev, q.launch.stream = stream;
+      Empty rep;
+      return on(LaunchExMsg{}, q, rep);
+    }
+    case MsgId::MemsetPattern: {
+      auto q = decode_message<MemsetPatternReq>(b.data(), b.size());
+      q.device = dev, q.stream = stream;
+      Empty rep;
+      return on(MemsetPatternMsg{}, q, rep);
     }
     case MsgId::Memset: {
       auto q = decode_message<MemsetReq>(b.data(), b.size());

@@ -123,6 +123,9 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                                       size_t* count) {
   return capture_info(stream, status, id, graph, deps, edges, count, true);
 }
+cudaError_t rgpu::cudart::unsafe_call() {
+  return ret(core().unsafe_call(static_cast<unsigned>(thread_mode())));
+}
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
   if (!mode || *mode > cudaStreamCaptureModeRelaxed) return ret(err::InvalidValue);
   std::swap(*mode, thread_mode());

@@ -358,10 +358,20 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
       return cudaGraphAddEventWaitNode(node, graph, deps, n, p->eventWait.event);
     case cudaGraphNodeTypeEventRecord:
       return cudaGraphAddEventRecordNode(node, graph, deps, n, p->eventRecord.event);
+    case cudaGraphNodeTypeMemAlloc: {
+      static_assert(sizeof(cudaMemAllocNodeParams) == sizeof(cudaMemAllocNodeParamsV2));
+      cudaMemAllocNodeParams a{};
+      std::memcpy(&a, &p->alloc, sizeof a);
+      cudaError_t e = cudaGraphAddMemAllocNode(node, graph, deps, n, &a);
+      p->alloc.dptr = a.dptr;
+      return e;
+    }
+    case cudaGraphNodeTypeMemFree:
+      return cudaGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
     default:
       LOG_WARN(
-          "rgpu: cudaGraphAddNode with a node of type %d (memory alloc/free, conditional, "
-          "external semaphore) is not supported",
+          "rgpu: cudaGraphAddNode with a node of type %d (conditional, external semaphore) is "
+          "not supported",
           static_cast<int>(p->type));
       return ret(err::NotSupported);
   }

@@ -12,19 +12,37 @@ using rgpu::cudart::ret;
 namespace rgpu::cudart {
 
 CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p,
-                      client::GraphNode** out) {
+                      client::GraphNode** out, const std::vector<cudaLaunchAttribute>* attrs) {
   if (!p) return err::InvalidValue;
   if (p->extra) return err::NotSupported;
   client::Function* f = Registration::get().function(p->func);
   if (!f) return client::errc::InvalidDeviceFunction;
+  std::vector<cudaLaunchAttribute> kept;
+  if (attrs)
+    kept = *attrs;
+  else if (const KernelNodeCopy* old = t.node ? node_params<KernelNodeCopy>(t.node) : nullptr;
+           old && t.node->kind == cudaGraphNodeTypeKernel)
+    kept = old->attrs;
+  // Those that leave a launch as it is (cooperative 0, programmatic serialization 0) are not sent.
+  std::vector<client::Client::LaunchAttribute> wire;
+  for (const cudaLaunchAttribute& a : kept) {
+    if (a.id == cudaLaunchAttributeCooperative && !a.val.cooperative) continue;
+    if (a.id == cudaLaunchAttributeProgrammaticStreamSerialization &&
+        !a.val.programmaticStreamSerializationAllowed)
+      continue;
+    client::Client::LaunchAttribute w;
+    if (!launch_attribute(a, w)) return err::InvalidValue;
+    wire.push_back(w);
+  }
   client::GraphNode* n = nullptr;
   CudaError e = core().graph_add_kernel(t, f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
                                         {p->blockDim.x, p->blockDim.y, p->blockDim.z},
-                                        p->kernelParams, p->sharedMemBytes, &n);
+                                        p->kernelParams, p->sharedMemBytes, &n, wire);
   if (e != err::Success) return e;
   if (!t.exec) {
     auto c = std::make_shared<KernelNodeCopy>();
     c->params = *p;
+    c->attrs = std::move(kept);
     size_t offset = 0, size = 0;
     for (size_t i = 0; core().param_info(f, i, &offset, &size) == err::Success; ++i) {
       const char* a = static_cast<const char*>(p->kernelParams[i]);
@@ -41,14 +59,27 @@ CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p
 CudaError memcpy_node(const client::NodeTarget& t, const cudaMemcpy3DParms* p,
                       client::GraphNode** out) {
   if (!p) return err::InvalidValue;
-  // Linear memory, 2-D (depth 1), no offsets: what rgpu's copies take today.
-  if (p->srcArray || p->dstArray || p->extent.depth > 1 || p->srcPos.x || p->srcPos.y ||
-      p->srcPos.z || p->dstPos.x || p->dstPos.y || p->dstPos.z)
+  if (p->srcArray || p->dstArray) {
+    LOG_WARN("rgpu: graph copy nodes with CUDA arrays are not supported");
     return err::NotSupported;
+  }
+  // Linear memory: the box's rows, offset by the positions, must follow one another `pitch`
+  // apart (slices of exactly `height` rows, or one slice): one 2-D copy of height x depth rows.
+  const size_t height = p->extent.height ? p->extent.height : 1;
+  const size_t depth = p->extent.depth ? p->extent.depth : 1;
+  if (depth > 1 && (p->srcPtr.ysize != height || p->dstPtr.ysize != height)) {
+    LOG_WARN(
+        "rgpu: a 3-D graph copy node whose slices hold more rows than the copy's height is not "
+        "supported (one copy node is one 2-D copy)");
+    return err::NotSupported;
+  }
+  const auto at = [](const cudaPitchedPtr& q, const cudaPos& pos) {
+    return static_cast<char*>(q.ptr) + (pos.z * q.ysize + pos.y) * q.pitch + pos.x;
+  };
   client::GraphNode* n = nullptr;
-  CudaError e = core().graph_add_memcpy(
-      t, p->dstPtr.ptr, p->dstPtr.pitch, p->srcPtr.ptr, p->srcPtr.pitch, p->extent.width,
-      p->extent.height ? p->extent.height : 1, static_cast<client::CopyKind>(p->kind), &n);
+  CudaError e = core().graph_add_memcpy(t, at(p->dstPtr, p->dstPos), p->dstPtr.pitch,
+                                        at(p->srcPtr, p->srcPos), p->srcPtr.pitch, p->extent.width,
+                                        height * depth, static_cast<client::CopyKind>(p->kind), &n);
   if (e != err::Success) return e;
   if (!t.exec) n->params = std::make_shared<cudaMemcpy3DParms>(*p);
   if (out) *out = n;
@@ -76,9 +107,9 @@ CudaError memcpy1d_node(const client::NodeTarget& t, void* dst, const void* src,
 CudaError memset_node(const client::NodeTarget& t, const cudaMemsetParams* p,
                       client::GraphNode** out) {
   if (!p) return err::InvalidValue;
-  if (p->elementSize != 1 || p->height > 1) return err::NotSupported;
   client::GraphNode* n = nullptr;
-  CudaError e = core().graph_add_memset(t, p->dst, static_cast<int>(p->value), p->width, &n);
+  CudaError e = core().graph_add_memset2d(t, p->dst, p->pitch, p->value, p->elementSize, p->width,
+                                          p->height ? p->height : 1, &n);
   if (e != err::Success) return e;
   if (!t.exec) n->params = std::make_shared<cudaMemsetParams>(*p);
   if (out) *out = n;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "frontend/common/launch_attributes.h"
 #include "frontend/cudart/api.h"
+#include "frontend/cudart/graph_nodes.h"
 #include "frontend/cudart/handles.h"
 #include "frontend/cudart/registration.h"
 
@@ -52,6 +53,14 @@ bool convert(const cudaLaunchAttribute& a, Attr& out) {
   return frontend::launch_attribute(raw_id(a), a.val, out,
                                     [](cudaEvent_t e) { return cudart::event_of(e); });
 }
+
+}  // namespace
+
+bool rgpu::cudart::launch_attribute(const cudaLaunchAttribute& a, Attr& out) {
+  return convert(a, out);
+}
+
+namespace {
 
 // The attributes of a launch configuration; those that leave a launch as it is (ignored entries,
 // cooperative 0, programmatic serialization 0) are dropped, so such a launch stays a plain one.

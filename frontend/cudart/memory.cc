@@ -2,6 +2,7 @@
 #include <functional>
 
 #include "frontend/cudart/api.h"
+#include "frontend/cudart/graph_nodes.h"
 
 using namespace rgpu;
 using rgpu::cudart::core;
@@ -18,6 +19,8 @@ client::CopyKind kind_of(cudaMemcpyKind k) { return static_cast<client::CopyKind
 extern "C" {
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  // Prohibited by a stream capture's mode (frontend/cudart/graphs.cc)?
+  if (cudaError_t e = rgpu::cudart::unsafe_call(); e != cudaSuccess) return e;
   return ret(core().malloc(core().current_device(), size, devPtr));
 }
 

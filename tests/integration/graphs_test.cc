@@ -53,3 +53,19 @@ TEST_P(GraphsMore, NodesAttributesAndSymbolsBehaveAsCuda) {
   EXPECT_TRUE(d.alive());
 }
 INSTANTIATE_TEST_SUITE_P(Transports, GraphsMore, ::testing::Values("tcp", "shm"));
+
+// Graph memory nodes: explicit and captured allocation and free nodes, allocations outliving
+// their launch, auto free on launch, graph memory attributes (tests/cuda/graphs_mem.cu).
+class GraphsMem : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GraphsMem, AllocationsLiveAsCudaSays) {
+  Daemon d({"--host-capacity", "1GiB"});
+  auto env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("graphs_mem")}, env, 60);
+  EXPECT_EQ(r.status, 0) << "stdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graphs_mem: passed"), std::string::npos) << r.out;
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Transports, GraphsMem, ::testing::Values("tcp", "shm"));
