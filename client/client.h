@@ -18,6 +18,7 @@
 #include "client/address_map.h"
 #include "client/config.h"
 #include "client/context.h"
+#include "client/core_table.h"
 #include "client/errors.h"
 #include "client/graphs.h"
 #include "client/managed_pages.h"
@@ -25,7 +26,14 @@
 #include "client/server_link.h"
 #include "common/cuda_errors.h"
 
+namespace rgpu::transport {
+class TlsContext;
+}
+
 namespace rgpu::client {
+
+class Logs;
+struct ManagedState;
 
 enum class CopyKind {
   HostToHost = 0,
@@ -95,9 +103,24 @@ struct PointerInfo {
   uint64_t size = 0;    // of the allocation or page-locked range at `base`
 };
 
+// Process state reached through the one Client, made by the library that makes it.
+ManagedState* new_managed_state();              // client/managed.cc
+std::map<int, Stream*>& this_thread_streams();  // client/streams.cc: the calling thread's
+
 class Client {
  public:
+  // The process's one Client (client/core_table.h: libcudart.so.13 uses libcuda.so.1's).
   static Client& get();
+  // A new Client (locate_client's business): from the configuration (RGPU_SERVERS), or without
+  // devices (`configured` false: a library that cannot reach the process's core).  Never freed.
+  static Client* make(bool configured);
+  Logs& logs() { return *logs_; }
+  ManagedState& managed_state() { return *managed_; }  // client/managed.cc
+  // True the first time `what` is asked about in this process: for messages logged once.
+  bool first_time(const std::string& what);
+  // The process's TLS client context, made at the first TLS link (client/tls_link.cc); throws
+  // transport::TlsError when RGPU_TLS_* name unusable files.
+  const transport::TlsContext& tls_context();
 
   int device_count() const { return static_cast<int>(devices_.size()); }
   CudaError check_device(int dev) const;
@@ -337,7 +360,7 @@ class Client {
   struct ArrayRecord {
     int device = 0;
     ArrayDesc desc;
-    uint64_t owner = 0;                 // a level's mipmapped array
+    uint64_t owner = 0;                  // a level's mipmapped array
     std::map<uint32_t, uint64_t> named;  // a mipmapped array's levels named so far
   };
   CudaError array_create(int dev, const ArrayDesc& d, uint64_t* id);
@@ -401,6 +424,16 @@ class Client {
   CudaError ipc_open_event_handle(const uint8_t* handle, Event** out);
 
  private:
+  // ---- process state that code linked into both libraries reaches through the one Client
+  Logs* logs_ = nullptr;
+  ManagedState* managed_ = nullptr;  // client/managed.cc
+  // The calling thread's per-thread default streams by device: a thread_local of the library
+  // that made this Client, bound at construction (client/streams.cc).
+  std::map<int, Stream*>& (*per_thread_streams_)() = nullptr;
+  std::mutex once_mu_;
+  std::set<std::string> logged_once_;
+  std::mutex tls_mu_;
+  transport::TlsContext* tls_ = nullptr;  // never freed, as the Client
   std::mutex arrays_mu_;
   std::map<uint64_t, ArrayRecord> arrays_;  // live arrays (and named levels) by id
   std::atomic<uint64_t> next_array_{1};
@@ -409,7 +442,7 @@ class Client {
                         const void* payload, size_t payload_bytes, GraphNode** out);
   std::mutex graphs_mu_;
   std::map<std::pair<const ServerLink*, uint64_t>, Graph*> capturing_;  // by link and graph id
-  Client();
+  explicit Client(bool configured);
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
   // Enters an allocation the server made for device `dev` into the address map, after checking
   // it lies in the device's window clear of every known range; false (logged, naming `what`)
