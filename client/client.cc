@@ -22,13 +22,25 @@ uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 }  // namespace
 
 Client& Client::get() {
-  static Client* c = new Client;  // never destroyed: CUDA calls may come from atexit handlers
+  static Client* c = locate_client();  // never destroyed: CUDA calls may come from atexit handlers
   return *c;
 }
 
-Client::Client() {
-  Logs::get();  // the logs API keeps error and warning lines from now on (client/logs.h)
-  Config cfg = load_config();
+Client* Client::make(bool configured) { return new Client(configured); }
+
+bool Client::first_time(const std::string& what) {
+  std::lock_guard<std::mutex> lock(once_mu_);
+  return logged_once_.insert(what).second;
+}
+
+Client::Client(bool configured)
+    : logs_(new Logs),  // never destroyed: used by late log lines and the callback thread
+      managed_(new_managed_state()),
+      per_thread_streams_(&this_thread_streams) {
+  // The logs API keeps error and warning lines from now on (client/logs.h).
+  bind_library(this);
+  Config cfg;
+  if (configured) cfg = load_config();
   eager_bytes_ = cfg.eager_bytes;
   std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;
   for (const DeviceSpec& d : cfg.devices) {
@@ -92,11 +104,9 @@ ServerLink* Client::link(int dev, CudaError* e) {
   *e = v.link->ensure_connected();
   if (*e != err::Success) return nullptr;
   if (v.spec.gpu >= v.link->hello().gpu_count) {
-    static std::once_flag once;
-    std::call_once(once, [&] {
+    if (first_time("gpu_count"))
       LOG_ERROR("RGPU_SERVERS entry '%s': the server has %u GPU(s)", v.spec.text.c_str(),
                 v.link->hello().gpu_count);
-    });
     *e = err::InvalidDevice;
     return nullptr;
   }
@@ -344,8 +354,8 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
       e != err::Success || plan.empty)
     return e;
-  if (CudaError e = managed_copy(dst, (height - 1) * dpitch + width, src,
-                                 (height - 1) * spitch + width);
+  if (CudaError e =
+          managed_copy(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width);
       e != err::Success)
     return e;
   kind = plan.kind;

@@ -19,6 +19,7 @@
 #include "client/address_map.h"
 #include "client/config.h"
 #include "client/context.h"
+#include "client/core_table.h"
 #include "client/errors.h"
 #include "client/graphs.h"
 #include "client/managed_pages.h"
@@ -26,7 +27,14 @@
 #include "client/server_link.h"
 #include "common/cuda_errors.h"
 
+namespace rgpu::transport {
+class TlsContext;
+}
+
 namespace rgpu::client {
+
+class Logs;
+struct ManagedState;
 
 enum class CopyKind {
   HostToHost = 0,
@@ -96,9 +104,24 @@ struct PointerInfo {
   uint64_t size = 0;    // of the allocation or page-locked range at `base`
 };
 
+// Process state reached through the one Client, made by the library that makes it.
+ManagedState* new_managed_state();              // client/managed.cc
+std::map<int, Stream*>& this_thread_streams();  // client/streams.cc: the calling thread's
+
 class Client {
  public:
+  // The process's one Client (client/core_table.h: libcudart.so.13 uses libcuda.so.1's).
   static Client& get();
+  // A new Client (locate_client's business): from the configuration (RGPU_SERVERS), or without
+  // devices (`configured` false: a library that cannot reach the process's core).  Never freed.
+  static Client* make(bool configured);
+  Logs& logs() { return *logs_; }
+  ManagedState& managed_state() { return *managed_; }  // client/managed.cc
+  // True the first time `what` is asked about in this process: for messages logged once.
+  bool first_time(const std::string& what);
+  // The process's TLS client context, made at the first TLS link (client/tls_link.cc); throws
+  // transport::TlsError when RGPU_TLS_* name unusable files.
+  const transport::TlsContext& tls_context();
 
   int device_count() const { return static_cast<int>(devices_.size()); }
   CudaError check_device(int dev) const;
@@ -453,6 +476,16 @@ class Client {
   CudaError ipc_open_event_handle(const uint8_t* handle, Event** out);
 
  private:
+  // ---- process state that code linked into both libraries reaches through the one Client
+  Logs* logs_ = nullptr;
+  ManagedState* managed_ = nullptr;  // client/managed.cc
+  // The calling thread's per-thread default streams by device: a thread_local of the library
+  // that made this Client, bound at construction (client/streams.cc).
+  std::map<int, Stream*>& (*per_thread_streams_)() = nullptr;
+  std::mutex once_mu_;
+  std::set<std::string> logged_once_;
+  std::mutex tls_mu_;
+  transport::TlsContext* tls_ = nullptr;  // never freed, as the Client
   std::mutex arrays_mu_;
   std::map<uint64_t, ArrayRecord> arrays_;  // live arrays (and named levels) by id
   std::atomic<uint64_t> next_array_{1};
@@ -486,7 +519,7 @@ class Client {
   std::vector<CaptureOwner> capture_owners_;
   Graph* gmem_capture(const Stream& s, unsigned* status);  // the graph `s` captures into
   CudaError gmem_capture_node(Graph* g, const Stream& s, uint32_t kind, GraphNode** out);
-  Client();
+  explicit Client(bool configured);
   CudaError resolve_kind(const void* dst, const void* src, CopyKind& kind) const;
   // Enters an allocation the server made for device `dev` into the address map, after checking
   // it lies in the device's window clear of every known range; false (logged, naming `what`)

@@ -8,29 +8,34 @@ namespace {
 // destructible slot: reading it is one TLS load, and still works from other thread_local
 // destructors that call CUDA after the vector below is gone.
 thread_local Context* t_top = nullptr;
-std::vector<Context*>& below() {
+Context** top_slot() { return &t_top; }
+std::vector<Context*>& below_slot() {
   thread_local std::vector<Context*> s;
   return s;
 }
 
-void push_top(Context* ctx) {
-  if (t_top) below().push_back(t_top);
-  t_top = ctx;
+}  // namespace
+
+ContextTable::ThreadStack ContextTable::this_library_stack() { return {&top_slot, &below_slot}; }
+
+void ContextTable::push_top(Context* ctx) const {
+  Context*& t = top();
+  if (t) stack_.below().push_back(t);
+  t = ctx;
 }
 
-Context* pop_top() {
-  Context* old = t_top;
-  auto& b = below();
+Context* ContextTable::pop_top() const {
+  Context*& t = top();
+  Context* old = t;
+  auto& b = stack_.below();
   if (b.empty()) {
-    t_top = nullptr;
+    t = nullptr;
   } else {
-    t_top = b.back();
+    t = b.back();
     b.pop_back();
   }
   return old;
 }
-
-}  // namespace
 
 void ContextTable::set_devices(int devices) {
   for (int d = 0; d < devices; ++d) {
@@ -125,25 +130,25 @@ Error ContextTable::destroy(Context* ctx, ContextContents* released) {
     if (ctx->destroyed.exchange(true)) return errc::ContextIsDestroyed;
     take_contents(ctx, released);
   }
-  if (t_top == ctx) pop_top();
+  if (top() == ctx) pop_top();
   return errc::Success;
 }
 
 Error ContextTable::set_current(Context* ctx) {
   if (!ctx) {
-    if (t_top) pop_top();
+    if (top()) pop_top();
     return errc::Success;
   }
   if (!valid(ctx)) return errc::InvalidContext;
-  t_top = ctx;  // replaces the top, or becomes it on an empty stack
+  top() = ctx;  // replaces the top, or becomes it on an empty stack
   return errc::Success;
 }
 
-Context* ContextTable::current() const { return t_top; }
+Context* ContextTable::current() const { return top(); }
 
 bool ContextTable::set_current_primary(int dev) {
   Context* p = primary(dev);
-  if (p) t_top = p;
+  if (p) top() = p;
   return p != nullptr;
 }
 
@@ -154,7 +159,7 @@ Error ContextTable::push(Context* ctx) {
 }
 
 Error ContextTable::pop(Context** out) {
-  if (!t_top) return errc::InvalidContext;
+  if (!top()) return errc::InvalidContext;
   Context* old = pop_top();
   if (out) *out = old;
   return errc::Success;

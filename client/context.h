@@ -95,6 +95,18 @@ class ContextTable {
   bool valid(const Context* ctx) const;  // known and not destroyed
 
  private:
+  // The calling thread's stack: thread_locals of the library that made this table (the one
+  // client core, client/core_table.h), bound at construction so that code linked into another
+  // library uses the same ones.  The top is apart in a trivially destructible slot.
+  struct ThreadStack {
+    Context** (*top)();
+    std::vector<Context*>& (*below)();
+  };
+  static ThreadStack this_library_stack();
+  ThreadStack stack_ = this_library_stack();
+  Context*& top() const { return *stack_.top(); }
+  void push_top(Context* ctx) const;
+  Context* pop_top() const;
   static void take_contents(Context* ctx, ContextContents* out);
   mutable std::mutex mu_;
   std::vector<Context*> primary_;

@@ -1,14 +1,20 @@
 #include "client/logs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "client/client.h"
+#include "client/core_table.h"
 #include "common/log.h"
 
 namespace rgpu::client {
 namespace {
+
+// This library's pointer to the process's log (the one Client's); set by bind_library.
+std::atomic<Logs*> g_logs{nullptr};
 
 void tap(log::Level level, const char* line) {
   Logs::get().add(level == log::Level::Error ? Logs::Error : Logs::Warning, line);
@@ -21,12 +27,13 @@ std::string truncated_note(uint32_t lost) {
 }  // namespace
 
 Logs& Logs::get() {
-  static Logs* logs = [] {
-    auto* l = new Logs;  // never destroyed: used by late log lines and the callback thread
-    log::set_tap(tap);
-    return l;
-  }();
-  return *logs;
+  if (Logs* l = g_logs.load(std::memory_order_acquire)) return *l;
+  return Client::get().logs();  // binds g_logs
+}
+
+void bind_library(Client* c) {
+  g_logs.store(&c->logs(), std::memory_order_release);
+  log::set_tap(tap);
 }
 
 void Logs::add(Level level, const std::string& message) {

@@ -25,7 +25,8 @@ class Logs {
   enum Level : int { Error = 0, Warning = 1 };  // cudaLogLevel's values
   using Callback = void (*)(void* data, int level, char* message, size_t length);
 
-  // The process's log; the first call installs the tap on common/log.h.
+  // The process's log: the one Client's (client/core_table.h), whose making installs the tap on
+  // common/log.h in each library that uses it.
   static Logs& get();
 
   void add(Level level, const std::string& message);

@@ -31,6 +31,10 @@ namespace {
 constexpr uint64_t kFetchMax = 1u << 20;  // read-ahead of one fault: 16 granules
 constexpr uint64_t kSendMax = 8u << 20;   // one push message at most
 
+}  // namespace
+
+// The process's managed allocations live in the one Client (client/core_table.h), so both
+// libraries' copies of this code and the one SIGSEGV handler see the same state.
 enum class Attach : uint8_t { Global, Host, Single };
 
 // A managed range.  `base` is its host address; `dev` its device address: the same for
@@ -52,7 +56,7 @@ struct Alloc {
       : base(b), dev(dev_ ? dev_ : b), device(device_), pages(size, initial) {}
 };
 
-struct State {
+struct ManagedState {
   std::mutex mu;  // the allocations and their page states; never held across a server call
   std::map<uint64_t, std::unique_ptr<Alloc>> allocs;
   std::set<int> unsynced;  // devices given work since their last device-wide synchronization
@@ -60,12 +64,17 @@ struct State {
   std::mutex fetch_mu;  // one fetch at a time (held across the fetch, never by device work)
   std::atomic<uint64_t> sent_bytes{0}, sent_runs{0}, fetched_bytes{0}, fetched_runs{0},
       write_faults{0};
+  std::once_flag handler_once;     // the SIGSEGV handler is installed once per process
+  struct sigaction previous = {};  // the handler that was there before it
 };
 
-State& state() {
-  static State* s = new State;  // never destroyed: faults may come during exit
-  return *s;
-}
+ManagedState* new_managed_state() { return new ManagedState; }
+
+namespace {
+
+using State = ManagedState;
+
+State& state() { return Client::get().managed_state(); }
 
 Alloc* find_locked(State& st, uint64_t p) {
   auto it = st.allocs.upper_bound(p);
@@ -82,8 +91,6 @@ void protect(uint64_t base, const PageRun& r, int prot) {
               static_cast<unsigned long long>(r.size), strerror(errno));
 }
 
-struct sigaction g_previous;
-
 void on_segv(int sig, siginfo_t* info, void* ctx) {
   const int saved = errno;
   if (info && info->si_code == SEGV_ACCERR &&
@@ -94,6 +101,7 @@ void on_segv(int sig, siginfo_t* info, void* ctx) {
   errno = saved;
   // Not ours: the handler that was there before, else the default action (the access faults
   // again once we return).
+  const struct sigaction& g_previous = state().previous;
   if (g_previous.sa_flags & SA_SIGINFO) {
     if (g_previous.sa_sigaction) return g_previous.sa_sigaction(sig, info, ctx);
   } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
@@ -115,13 +123,13 @@ void print_stats() {
 }
 
 void install_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  State& st = state();
+  std::call_once(st.handler_once, [&st] {
     struct sigaction sa {};
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &g_previous) != 0)
+    if (sigaction(SIGSEGV, &sa, &st.previous) != 0)
       LOG_ERROR("managed memory: cannot install the SIGSEGV handler: %s", strerror(errno));
     if (const char* s = getenv("RGPU_STATS"); s && *s && strcmp(s, "0") != 0) atexit(print_stats);
   });

@@ -18,13 +18,14 @@ constexpr CudaError kInvalidResourceHandle = errc::InvalidResourceHandle;
 
 uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// The calling thread's per-thread default stream on each device.
-std::map<int, Stream*>& per_thread_streams() {
+}  // namespace
+
+// The calling thread's per-thread default stream on each device.  Reached through the Client
+// (per_thread_streams_), so only the copy in the library that made the Client is used.
+std::map<int, Stream*>& this_thread_streams() {
   thread_local std::map<int, Stream*> streams;
   return streams;
 }
-
-}  // namespace
 
 CudaError Client::resolve_stream(StreamRef ref, Stream* out) {
   Context* ctx = contexts_.current();
@@ -37,7 +38,7 @@ CudaError Client::resolve_stream(StreamRef ref, Stream* out) {
   if (ref.kind == StreamRef::Kind::PerThread) {
     // Created on first use: a blocking stream, which like CUDA's per-thread default stream
     // synchronizes with the legacy default stream only.
-    Stream*& s = per_thread_streams()[dev];
+    Stream*& s = per_thread_streams_()[dev];
     if (!s) {
       CudaError e;
       ServerLink* l = link(dev, &e);
@@ -239,8 +240,8 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
   if (CudaError e = plan_copy(dst, dpitch, src, spitch, width, height, kind, &plan);
       e != err::Success || plan.empty)
     return e;
-  if (CudaError e = managed_copy(dst, (height - 1) * dpitch + width, src,
-                                 (height - 1) * spitch + width);
+  if (CudaError e =
+          managed_copy(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width);
       e != err::Success)
     return e;
   kind = plan.kind;
@@ -322,12 +323,10 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   if (!map_.device_range_ok(u64(dst), n, &d) || d != dst_dev) return err::InvalidValue;
   if (!map_.device_range_ok(u64(src), n, &sd) || sd != src_dev) return err::InvalidValue;
   if (devices_[dst_dev].link != devices_[src_dev].link) {
-    static std::once_flag once;
-    std::call_once(once, [] {
+    if (first_time("peer copy across servers"))
       LOG_ERROR(
           "copies between GPUs of two different servers are not supported yet "
           "(cudaErrorNotSupported)");
-    });
     return err::NotSupported;
   }
   CudaError e;

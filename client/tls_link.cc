@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "client/client.h"
 #include "common/log.h"
 #include "transport/tls/tls.h"
 
@@ -16,25 +17,25 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-// One context per process, made at the first TLS link (files are read once).
-const transport::TlsContext& context() {
-  static std::mutex mu;
-  static std::unique_ptr<transport::TlsContext> ctx;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!ctx) {
+}  // namespace
+
+// One context per process, made at the first TLS link (files are read once); it lives in the one
+// Client (client/core_table.h).
+const transport::TlsContext& Client::tls_context() {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  if (!tls_) {
     try {
-      ctx = transport::TlsContext::client(
-          {env("RGPU_TLS_CA"), env("RGPU_TLS_CERT"), env("RGPU_TLS_KEY")});
+      tls_ = transport::TlsContext::client(
+                 {env("RGPU_TLS_CA"), env("RGPU_TLS_CERT"), env("RGPU_TLS_KEY")})
+                 .release();
     } catch (const transport::TlsError& e) {
       if (e.kind != transport::TlsError::Kind::Config) throw;
       throw transport::TlsError(
           e.kind, std::string(e.what()) + " (from RGPU_TLS_CA, RGPU_TLS_CERT, RGPU_TLS_KEY)");
     }
   }
-  return *ctx;
+  return *tls_;
 }
-
-}  // namespace
 
 int tls_setting(std::string& text) {
   text = env("RGPU_TLS");
@@ -46,7 +47,8 @@ std::unique_ptr<transport::Connection> secure_link(std::unique_ptr<transport::Co
                                                    const std::string& host) {
   using Kind = transport::TlsError::Kind;
   try {
-    auto conn = transport::tls_connect(std::move(tcp), context(), host, kHandshakeSec);
+    auto conn =
+        transport::tls_connect(std::move(tcp), Client::get().tls_context(), host, kHandshakeSec);
     LOG_INFO("TLS with %s: %s", conn->peer().c_str(), transport::tls_summary(*conn).c_str());
     return conn;
   } catch (const transport::TlsError& e) {

@@ -145,9 +145,12 @@ struct CudaDriver {
   RGPU_CU_FUNCS(RGPU_DECLARE)
 #undef RGPU_DECLARE
 
-  // Loads libcuda.so.1 and every entry point, then cuInit.  False with `error` explaining why
-  // (no driver, an old driver, no GPU).
+  // Loads NVIDIA's libcuda.so.1 and every entry point, then cuInit.  False with `error` explaining
+  // why (no driver, an old driver, no GPU).  rgpu's own client libcuda.so.1 is never used: one
+  // found by the search (rgpu's lib directory on LD_LIBRARY_PATH) is passed over for the system
+  // driver's usual places, and named in the error when there is no other.
   bool load(std::string& error);
+  void* handle = nullptr;  // the loaded library (dlsym of entry points beyond the list above)
   std::string describe(CUresult r) const;
 };
 

@@ -15,10 +15,9 @@ using AtomicCapsFn = CUresult (*)(unsigned*, const CUatomicOperation*, unsigned,
 using P2PAtomicCapsFn = CUresult (*)(unsigned*, const CUatomicOperation*, unsigned, CUdevice,
                                      CUdevice);
 
-void* driver_symbol(const char* name) {
-  // libcuda.so.1 is loaded already (CudaDriver::load): this only finds it again.
-  static void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  return lib ? dlsym(lib, name) : nullptr;
+void* driver_symbol(const CudaDriver& drv, const char* name) {
+  // The library CudaDriver::load chose (by name it could find rgpu's client library).
+  return drv.handle ? dlsym(drv.handle, name) : nullptr;
 }
 
 Status fail(const CudaDriver& drv, CUresult r, const std::string& what) {
@@ -31,7 +30,7 @@ Status cuda_atomic_caps(const CudaDriver& drv, CUdevice dev, CUdevice peer, bool
                         const std::vector<uint32_t>& ops, std::vector<uint32_t>& caps) {
   const char* name =
       host ? "cuDeviceGetHostAtomicCapabilities" : "cuDeviceGetP2PAtomicCapabilities";
-  void* fn = driver_symbol(name);
+  void* fn = driver_symbol(drv, name);
   if (!fn)
     return Status::fail(err::NotSupported, std::string("the server's NVIDIA driver lacks ") + name);
   std::vector<CUatomicOperation> cu_ops;

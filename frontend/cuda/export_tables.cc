@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "client/client.h"
+#include "client/core_table.h"
 #include "common/log.h"
 #include "frontend/cuda/integrity.h"
 
@@ -223,6 +225,24 @@ CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_t (*out
   return CUDA_SUCCESS;
 }
 
+// ---- rgpu's own table: libcudart.so.13 takes the process's one client core from here
+// (client/core_table.h).
+client::Client* core_client() { return &client::Client::get(); }
+int core_init(unsigned flags) { return cuInit(flags); }
+int core_proc_address(const char* symbol, void** pfn, int version, unsigned long long flags,
+                      int* status) {
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+  CUresult r = cuGetProcAddress_v2(symbol, pfn, version, flags, &st);
+  if (status != nullptr) *status = static_cast<int>(st);
+  return static_cast<int>(r);
+}
+const client::CoreTable core_table = {sizeof(client::CoreTable),
+                                      client::kCoreTableVersion,
+                                      sizeof(client::Client),
+                                      &core_client,
+                                      &core_init,
+                                      &core_proc_address};
+
 struct Known {
   unsigned char id[16];
   const void* table;
@@ -255,6 +275,7 @@ const Known kKnown[] = {
 }  // namespace
 
 const void* find_export_table(const unsigned char id[16]) {
+  if (std::memcmp(client::kCoreTableUuid, id, 16) == 0) return &core_table;
   for (const Known& k : kKnown)
     if (std::memcmp(k.id, id, 16) == 0) return k.table;
   // NVIDIA's runtime asks for this one before cuInit and works on without it: not worth a warning.
