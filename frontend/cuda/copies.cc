@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "frontend/cuda/api.h"
+#include "frontend/cuda/arrays.h"
 
 using namespace rgpu;
 using client::CopyKind;
@@ -18,7 +18,7 @@ using rgpu::cuda_fe::to_driver;
 
 namespace {
 
-enum class Mode { Sync, SyncThread, Async };
+using Mode = cuda_fe::CopyMode;
 
 // One 2-D copy (a 1-D copy is one row) in `mode`; `pt`: stream 0 is the thread's stream.
 CUresult copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
@@ -61,9 +61,9 @@ CUresult operand(CUmemorytype type, const void* host, CUdeviceptr dev, CUarray a
     case CU_MEMORYTYPE_UNIFIED:
       out->p = static_cast<char*>(ptr(dev)) + off, out->unified = true;
       return CUDA_SUCCESS;
-    case CU_MEMORYTYPE_ARRAY:
+    case CU_MEMORYTYPE_ARRAY:  // array_copies.cc
       (void)array;
-      return static_cast<CUresult>(cuda_fe::unsupported("cuMemcpy2D/3D with a CUDA array operand"));
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
@@ -75,6 +75,18 @@ CopyKind kind_of(const Operand& d, const Operand& s) {
 
 CUresult copy_2d(const CUDA_MEMCPY2D* c, Mode mode, CUstream st = nullptr, bool pt = false) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY || c->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+    RGPU_INIT();
+    CUDA_MEMCPY3D q{};
+    q.srcXInBytes = c->srcXInBytes, q.srcY = c->srcY, q.srcMemoryType = c->srcMemoryType;
+    q.srcHost = c->srcHost, q.srcDevice = c->srcDevice, q.srcArray = c->srcArray;
+    q.srcPitch = c->srcPitch;
+    q.dstXInBytes = c->dstXInBytes, q.dstY = c->dstY, q.dstMemoryType = c->dstMemoryType;
+    q.dstHost = c->dstHost, q.dstDevice = c->dstDevice, q.dstArray = c->dstArray;
+    q.dstPitch = c->dstPitch;
+    q.WidthInBytes = c->WidthInBytes, q.Height = c->Height, q.Depth = 1;
+    return cuda_fe::copy_with_array(q, mode, st, pt);
+  }
   Operand d, s;
   if (CUresult r = operand(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes,
                            c->dstY, 0, c->dstPitch, 0, &d);
@@ -95,6 +107,8 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, Mode mode, CUstream st = nullptr, bool 
   RGPU_INIT();
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   if (c->srcLOD || c->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+  if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY || c->srcMemoryType == CU_MEMORYTYPE_ARRAY)
+    return cuda_fe::copy_with_array(*c, mode, st, pt);
   Operand d, s;
   if (CUresult r = operand(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes,
                            c->dstY, c->dstZ, c->dstPitch, c->dstHeight, &d);

@@ -138,10 +138,9 @@ CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 b
   return to_driver(core().launch_ex(f, grid, block, args, smem, s, attrs));
 }
 
-CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool pt) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
+// A launch configuration's attributes in the core's terms.
+CUresult attributes(const CUlaunchConfig* c, const char* call, std::vector<Attr>& attrs) {
   if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
-  std::vector<Attr> attrs;
   for (unsigned i = 0; i < c->numAttrs; ++i) {
     const CUlaunchAttribute& a = c->attrs[i];
     if (a.id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
@@ -151,16 +150,36 @@ CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** 
       continue;
     Attr x;
     if (!convert(a, x)) {
-      LOG_ERROR(
-          "cuLaunchKernelEx: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)",
-          static_cast<int>(a.id));
+      LOG_ERROR("%s: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)", call,
+                static_cast<int>(a.id));
       return CUDA_ERROR_INVALID_VALUE;
     }
     attrs.push_back(x);
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool pt) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<Attr> attrs;
+  if (CUresult r = attributes(c, "cuLaunchKernelEx", attrs); r != CUDA_SUCCESS) return r;
   return launch(f, {c->gridDimX, c->gridDimY, c->gridDimZ},
                 {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes, c->hStream, pt,
                 params, extra, attrs);
+}
+
+// Cluster occupancy: max active clusters (query 0) or max potential cluster size (1).
+CUresult cluster_query(int query, int* value, CUfunction fn, const CUlaunchConfig* c) {
+  RGPU_INIT();
+  if (!value || !c) return CUDA_ERROR_INVALID_VALUE;
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  client::Function* f = function_of(fn);
+  if (!core().modules().valid(f->module)) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<Attr> attrs;
+  if (CUresult r = attributes(c, "cuOccupancy*Cluster*", attrs); r != CUDA_SUCCESS) return r;
+  return to_driver(core().occupancy_cluster(f, query, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                                            {c->blockDimX, c->blockDimY, c->blockDimZ},
+                                            c->sharedMemBytes, attrs, value));
 }
 
 std::vector<Attr> cooperative() {
@@ -222,4 +241,14 @@ RGPU_CU CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize
   if (!dynamicSmemSize || !func) return CUDA_ERROR_INVALID_VALUE;
   return to_driver(
       core().occupancy_dynamic_smem(function_of(func), numBlocks, blockSize, dynamicSmemSize));
+}
+
+RGPU_CU CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                              const CUlaunchConfig* config) {
+  return cluster_query(0, numClusters, func, config);
+}
+
+RGPU_CU CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
+                                                    const CUlaunchConfig* config) {
+  return cluster_query(1, clusterSize, func, config);
 }

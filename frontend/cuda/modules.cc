@@ -277,3 +277,38 @@ RGPU_CU CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t
   return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(kernel), paramIndex, paramOffset,
                             paramSize);
 }
+
+// ---- enumeration ----------------------------------------------------------------------------
+
+namespace {
+
+// The first `n` kernels of a module or library, as the functions the module store names.
+CUresult enumerate(void** out, unsigned n, const void* mod) {
+  RGPU_INIT();
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  client::Module* m = valid_module(mod);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<std::string> names;
+  if (CUresult r = to_driver(core().module_kernel_names(m, names)); r != CUDA_SUCCESS) return r;
+  if (n > names.size()) n = static_cast<unsigned>(names.size());
+  for (unsigned i = 0; i < n; ++i) {
+    client::Function* f = core().modules().function(m, names[i]);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    out[i] = f;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
+                                           CUlibrary lib) {
+  return enumerate(reinterpret_cast<void**>(kernels), numKernels, lib);
+}
+RGPU_CU CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  return cuLibraryGetKernelCount(count, reinterpret_cast<CUlibrary>(mod));
+}
+RGPU_CU CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
+                                            CUmodule mod) {
+  return enumerate(reinterpret_cast<void**>(functions), numFunctions, mod);
+}

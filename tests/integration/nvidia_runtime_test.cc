@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/integration/harness.h"
 
@@ -29,18 +31,31 @@ std::string nvidia_runtime_dir() {
 struct Case {
   const char* program;
   const char* transport;
+  std::vector<std::string> args = {};  // the program's arguments (a mode)
+  int gpus = 1;                        // rgpud --host-gpus; every GPU is a virtual device
 };
 
 class NvidiaRuntime : public ::testing::TestWithParam<Case> {};
 
 TEST_P(NvidiaRuntime, SameOutputAsRgpusRuntime) {
-  Daemon d;
+  const Case& c = GetParam();
+  std::vector<std::string> daemon_args;
+  if (c.gpus > 1) daemon_args = {"--host-gpus", std::to_string(c.gpus)};
+  Daemon d(daemon_args);
   Env env = d.client_env();
-  env["RGPU_TRANSPORT"] = GetParam().transport;
-  Result ours = run({cuda_program(GetParam().program)}, env, 60);
+  env["RGPU_TRANSPORT"] = c.transport;
+  if (c.gpus > 1) {
+    std::string servers;
+    for (int i = 0; i < c.gpus; ++i)
+      servers += (i ? "," : "") + d.servers() + "/" + std::to_string(i);
+    env["RGPU_SERVERS"] = servers;
+  }
+  std::vector<std::string> argv = {cuda_program(c.program)};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  Result ours = run(argv, env, 60);
   ASSERT_EQ(ours.status, 0) << ours.out << ours.err;
   env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
-  Result theirs = run({cuda_program(GetParam().program)}, env, 60);
+  Result theirs = run(argv, env, 60);
   EXPECT_EQ(theirs.status, 0) << theirs.out << theirs.err;
   EXPECT_EQ(theirs.out, ours.out) << theirs.err;
   EXPECT_EQ(theirs.err.find("integrity"), std::string::npos) << theirs.err;
@@ -54,7 +69,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
                       Case{"kernels_symbols", "tcp"}),
     [](const ::testing::TestParamInfo<Case>& i) {
-      return std::string(i.param.program) + "_" + i.param.transport;
+      std::string name = std::string(i.param.program) + "_" + i.param.transport;
+      for (const std::string& a : i.param.args) {
+        name += '_';
+        for (char ch : a) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      }
+      return name;
     });
 
 }  // namespace
