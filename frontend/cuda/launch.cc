@@ -252,3 +252,14 @@ RGPU_CU CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction
                                                     const CUlaunchConfig* config) {
   return cluster_query(1, clusterSize, func, config);
 }
+
+// Deprecated: bank size is fixed on every GPU CUDA 13 supports; the call checks and succeeds.
+RGPU_CU CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  RGPU_INIT();
+  if (config < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE ||
+      config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!hfunc || !core().modules().valid(function_of(hfunc)->module))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
+}
