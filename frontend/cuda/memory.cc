@@ -123,7 +123,7 @@ Pool* pool_of(CUmemoryPool p) { return reinterpret_cast<Pool*>(p); }
 
 CUresult alloc_async(CUdeviceptr* dp, size_t bytesize, Pool* pool, CUstream hStream, bool pt) {
   RGPU_INIT();
-  if (!dp || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if (!dp) return CUDA_ERROR_INVALID_VALUE;
   client::Stream s;
   if (client::Error e = cuda_fe::stream_of(hStream, pt, &s); e != err::Success) return to_driver(e);
   void* p = nullptr;
