@@ -67,7 +67,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"kernels_basic", "tcp"}, Case{"kernels_basic", "shm"},
                       Case{"errors", "tcp"}, Case{"pointer_attrs", "tcp"},
                       Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
-                      Case{"kernels_symbols", "tcp"}),
+                      Case{"kernels_symbols", "tcp"}, Case{"devmem", "tcp"}, Case{"launch", "tcp"},
+                      Case{"arrays", "tcp"}, Case{"arrays", "shm"}, Case{"misc", "tcp"},
+                      Case{"pools", "tcp", {"pools"}}, Case{"managed", "tcp", {"basic"}},
+                      Case{"managed", "shm", {"sparse"}}, Case{"pools", "tcp", {"devices"}, 2},
+                      Case{"pools", "shm", {"mapped"}}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string name = std::string(i.param.program) + "_" + i.param.transport;
       for (const std::string& a : i.param.args) {
