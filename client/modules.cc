@@ -52,10 +52,10 @@ bool starts_with(const uint8_t* p, const uint8_t* magic, size_t n) {
 size_t image_size(const void* image) {
   if (!image) return 0;
   const auto* p = static_cast<const uint8_t*>(image);
-  static constexpr uint8_t kFatbin[4] = {
-      static_cast<uint8_t>(fatbin::kFatbinMagic), static_cast<uint8_t>(fatbin::kFatbinMagic >> 8),
-      static_cast<uint8_t>(fatbin::kFatbinMagic >> 16),
-      static_cast<uint8_t>(fatbin::kFatbinMagic >> 24)};
+  static constexpr uint8_t kFatbin[4] = {static_cast<uint8_t>(fatbin::kFatbinMagic),
+                                         static_cast<uint8_t>(fatbin::kFatbinMagic >> 8),
+                                         static_cast<uint8_t>(fatbin::kFatbinMagic >> 16),
+                                         static_cast<uint8_t>(fatbin::kFatbinMagic >> 24)};
   static constexpr uint8_t kElf[4] = {0x7f, 'E', 'L', 'F'};
   if (starts_with(p, kFatbin, 4)) {
     try {
@@ -127,6 +127,7 @@ Function* ModuleStore::function(Module* m, const std::string& name) {
       std::make_unique<Function>(Function{m, static_cast<uint32_t>(m->functions.size()), name}));
   m->functions.push_back(name);
   m->function_index[name] = functions_.back().get();
+  function_set_.insert(functions_.back().get());
   return functions_.back().get();
 }
 
@@ -140,6 +141,14 @@ Variable* ModuleStore::variable(Module* m, const std::string& name, uint64_t siz
   m->globals.push_back(Module::GlobalName{name, size});
   m->global_index[name] = variables_.back().get();
   return variables_.back().get();
+}
+
+bool ModuleStore::valid_function(const Function* f) const {
+  {
+    std::shared_lock lock(mu_);
+    if (!function_set_.count(f)) return false;
+  }
+  return valid(f->module);
 }
 
 bool ModuleStore::valid(const Module* m) const {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "client/errors.h"
@@ -98,6 +99,8 @@ class ModuleStore {
   Function* function(Module* m, const std::string& name);
   Variable* variable(Module* m, const std::string& name, uint64_t size = 0);
   bool valid(const Module* m) const;
+  // Whether `f` is a function of this store (any pointer may be asked) of a module still loaded.
+  bool valid_function(const Function* f) const;
   // Forgets what every module knows about `device` (after a device reset).
   void forget_device(int device);
 
@@ -106,6 +109,7 @@ class ModuleStore {
   std::vector<std::unique_ptr<Module>> modules_;  // never shrinks: handles stay dereferenceable
   std::map<ImageHash, Module*> by_hash_;          // loaded (copied) images
   std::vector<std::unique_ptr<Function>> functions_;
+  std::unordered_set<const Function*> function_set_;  // functions_, to check handles
   std::vector<std::unique_ptr<Variable>> variables_;
 };
 

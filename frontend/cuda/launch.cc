@@ -128,7 +128,7 @@ CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 b
   RGPU_INIT();
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   client::Function* f = function_of(fn);
-  if (!core().modules().valid(f->module)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   client::Stream s;
   if (client::Error e = cuda_fe::stream_of(st, pt, &s); e != err::Success) return to_driver(e);
   std::vector<void*> holder;
@@ -174,7 +174,7 @@ CUresult cluster_query(int query, int* value, CUfunction fn, const CUlaunchConfi
   if (!value || !c) return CUDA_ERROR_INVALID_VALUE;
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   client::Function* f = function_of(fn);
-  if (!core().modules().valid(f->module)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   std::vector<Attr> attrs;
   if (CUresult r = attributes(c, "cuOccupancy*Cluster*", attrs); r != CUDA_SUCCESS) return r;
   return to_driver(core().occupancy_cluster(f, query, {c->gridDimX, c->gridDimY, c->gridDimZ},
@@ -226,8 +226,9 @@ RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
   RGPU_INIT();
   if (!numBlocks || !func || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
-  return to_driver(
-      core().occupancy(function_of(func), blockSize, dynamicSMemSize, flags, numBlocks));
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().occupancy(f, blockSize, dynamicSMemSize, flags, numBlocks));
 }
 RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
                                                              int blockSize,
@@ -239,8 +240,9 @@ RGPU_CU CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize
                                                          int numBlocks, int blockSize) {
   RGPU_INIT();
   if (!dynamicSmemSize || !func) return CUDA_ERROR_INVALID_VALUE;
-  return to_driver(
-      core().occupancy_dynamic_smem(function_of(func), numBlocks, blockSize, dynamicSmemSize));
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().occupancy_dynamic_smem(f, numBlocks, blockSize, dynamicSmemSize));
 }
 
 RGPU_CU CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
@@ -259,7 +261,6 @@ RGPU_CU CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig confi
   if (config < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE ||
       config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
     return CUDA_ERROR_INVALID_VALUE;
-  if (!hfunc || !core().modules().valid(function_of(hfunc)->module))
-    return CUDA_ERROR_INVALID_HANDLE;
+  if (!function_of(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   return CUDA_SUCCESS;
 }

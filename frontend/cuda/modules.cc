@@ -114,9 +114,10 @@ CUresult func_attribute(int* pi, int attrib, const void* fn) {
   RGPU_INIT();
   if (!pi || !fn) return CUDA_ERROR_INVALID_VALUE;
   if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  client::Function* f = function_of(fn);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   std::vector<int32_t> v;
-  if (CUresult r = to_driver(core().func_attributes(function_of(fn), v)); r != CUDA_SUCCESS)
-    return r;
+  if (CUresult r = to_driver(core().func_attributes(f, v)); r != CUDA_SUCCESS) return r;
   if (static_cast<size_t>(attrib) >= v.size()) return CUDA_ERROR_INVALID_VALUE;
   *pi = v[static_cast<size_t>(attrib)];
   return CUDA_SUCCESS;
@@ -207,28 +208,40 @@ RGPU_CU CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
 RGPU_CU CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
   RGPU_INIT();
   if (!pFunc || !kernel) return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   *pFunc = reinterpret_cast<CUfunction>(kernel);  // one object for both
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
   RGPU_INIT();
   if (!pLib || !kernel) return CUDA_ERROR_INVALID_VALUE;
-  *pLib = reinterpret_cast<CUlibrary>(function_of(kernel)->module);
+  client::Function* f = function_of(kernel);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *pLib = reinterpret_cast<CUlibrary>(f->module);
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuKernelGetName(const char** name, CUkernel kernel) {
+  RGPU_INIT();
   if (!name || !kernel) return CUDA_ERROR_INVALID_VALUE;
-  *name = function_of(kernel)->name.c_str();
+  client::Function* f = function_of(kernel);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name.c_str();
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuFuncGetName(const char** name, CUfunction func) {
+  RGPU_INIT();
   if (!name || !func) return CUDA_ERROR_INVALID_VALUE;
-  *name = function_of(func)->name.c_str();
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name.c_str();
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuFuncGetModule(CUmodule* hmod, CUfunction func) {
+  RGPU_INIT();
   if (!hmod || !func) return CUDA_ERROR_INVALID_VALUE;
-  *hmod = reinterpret_cast<CUmodule>(function_of(func)->module);
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *hmod = reinterpret_cast<CUmodule>(f->module);
   return CUDA_SUCCESS;
 }
 
@@ -244,19 +257,22 @@ RGPU_CU CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUke
 }
 RGPU_CU CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
   RGPU_INIT();
-  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(core().func_set_attribute(function_of(hfunc), attrib, value));
+  client::Function* f = function_of(hfunc);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_attribute(f, attrib, value));
 }
 RGPU_CU CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                       CUdevice dev) {
   RGPU_INIT();
-  if (!kernel) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(core().func_set_attribute_on(function_of(kernel), dev, attrib, val));
+  client::Function* f = function_of(kernel);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_attribute_on(f, dev, attrib, val));
 }
 RGPU_CU CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
   RGPU_INIT();
-  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(core().func_set_cache_config(function_of(hfunc), config));
+  client::Function* f = function_of(hfunc);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_cache_config(f, config));
 }
 RGPU_CU CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice) {
   return cuFuncSetCacheConfig(reinterpret_cast<CUfunction>(kernel), config);
@@ -267,8 +283,10 @@ RGPU_CU CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* 
                                     size_t* paramSize) {
   RGPU_INIT();
   if (!func || !paramOffset) return CUDA_ERROR_INVALID_VALUE;
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   size_t size = 0;
-  CUresult r = to_driver(core().param_info(function_of(func), paramIndex, paramOffset, &size));
+  CUresult r = to_driver(core().param_info(f, paramIndex, paramOffset, &size));
   if (r == CUDA_SUCCESS && paramSize) *paramSize = size;
   return r;
 }

@@ -82,3 +82,27 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
+
+namespace {
+
+// CUDA IPC across two processes, both on NVIDIA's runtime and rgpu's driver: the exporter's
+// memory handle opens in the importer (cuIpcGetMemHandle / cuIpcOpenMemHandle).
+TEST(NvidiaRuntimeIpc, MemoryHandleSharedBetweenProcesses) {
+  Daemon d;
+  Env env = d.client_env();
+  env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
+  Child exporter = spawn({cuda_program("ipc"), "export"}, env);
+  std::string line;
+  ASSERT_TRUE(exporter.wait_line("handle ", 60, &line)) << "the exporter printed no handle";
+  std::string hex = line.substr(7);
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
+  ASSERT_EQ(hex.size(), 128u) << line;
+  Result imp = run({cuda_program("ipc"), "import", hex}, env, 60);
+  EXPECT_EQ(imp.status, 0) << imp.out << imp.err;
+  EXPECT_NE(imp.out.find("ipc import: passed"), std::string::npos) << imp.out << imp.err;
+  ASSERT_TRUE(exporter.wait_line("ipc export: ", 60, &line)) << "the exporter did not finish";
+  EXPECT_NE(line.find("passed"), std::string::npos) << line;
+  exporter.kill_and_wait(0);
+}
+
+}  // namespace
