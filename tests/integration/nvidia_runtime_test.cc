@@ -63,15 +63,23 @@ TEST_P(NvidiaRuntime, SameOutputAsRgpusRuntime) {
 
 INSTANTIATE_TEST_SUITE_P(
     Programs, NvidiaRuntime,
-    ::testing::Values(Case{"memcpy_roundtrip", "tcp"}, Case{"memcpy_roundtrip", "shm"},
-                      Case{"kernels_basic", "tcp"}, Case{"kernels_basic", "shm"},
-                      Case{"errors", "tcp"}, Case{"pointer_attrs", "tcp"},
-                      Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
-                      Case{"kernels_symbols", "tcp"}, Case{"devmem", "tcp"}, Case{"launch", "tcp"},
-                      Case{"arrays", "tcp"}, Case{"arrays", "shm"}, Case{"misc", "tcp"},
-                      Case{"pools", "tcp", {"pools"}}, Case{"managed", "tcp", {"basic"}},
-                      Case{"managed", "shm", {"sparse"}}, Case{"pools", "tcp", {"devices"}, 2},
-                      Case{"pools", "shm", {"mapped"}}),
+    ::testing::Values(
+        Case{"memcpy_roundtrip", "tcp"}, Case{"memcpy_roundtrip", "shm"},
+        Case{"kernels_basic", "tcp"}, Case{"kernels_basic", "shm"}, Case{"errors", "tcp"},
+        Case{"pointer_attrs", "tcp"}, Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
+        Case{"kernels_symbols", "tcp"}, Case{"devmem", "tcp"}, Case{"launch", "tcp"},
+        Case{"arrays", "tcp"}, Case{"arrays", "shm"}, Case{"misc", "tcp"},
+        Case{"pools", "tcp", {"pools"}}, Case{"managed", "tcp", {"basic"}},
+        Case{"managed", "shm", {"sparse"}}, Case{"pools", "tcp", {"devices"}, 2},
+        Case{"pools", "shm", {"mapped"}}, Case{"kernels_api", "tcp"}, Case{"kernels_printf", "tcp"},
+        Case{"async_stress", "tcp", {}, 2}, Case{"multi_gpu", "tcp", {}, 2},
+        Case{"va_windows", "tcp"}, Case{"stream_waits", "tcp", {"stream"}},
+        Case{"stream_waits", "shm", {"event"}}, Case{"stream_waits", "tcp", {"d2h"}},
+        Case{"stream_waits", "tcp", {"h2d"}}, Case{"stream_waits", "tcp", {"free"}},
+        Case{"limits", "tcp", {"streams", "4"}}, Case{"limits", "tcp", {"events", "5"}},
+        Case{"limits", "tcp", {"malloc", "64", "4"}}, Case{"mem_info", "tcp"},
+        Case{"device_query", "tcp"}, Case{"flood_async", "tcp", {"200", "4096"}},
+        Case{"overlap", "tcp"}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string name = std::string(i.param.program) + "_" + i.param.transport;
       for (const std::string& a : i.param.args) {
