@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct Case {
   std::vector<std::string> args = {};  // the program's arguments (a mode)
   int gpus = 1;                        // rgpud --host-gpus; every GPU is a virtual device
 };
+
+// What gtest prints for a case (instead of its bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.program << " over " << c.transport;
+  for (const std::string& a : c.args) *os << ' ' << a;
+  if (c.gpus > 1) *os << " (" << c.gpus << " GPUs)";
+}
 
 class NvidiaRuntime : public ::testing::TestWithParam<Case> {};
 
