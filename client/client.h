@@ -95,6 +95,10 @@ struct ManagedRange {
   std::vector<int> accessed_by;
   int last_prefetch = -2;
 };
+// Writes attribute `attr` of `r` into `data` (`size` bytes) as cudaMemRangeGetAttribute and
+// cuMemRangeGetAttribute do (their attribute and location-type numbers are the same: 1 read mostly,
+// 2 preferred location, 3 accessed by, 4 last prefetch location, 5-8 their location types and ids).
+CudaError write_range_attribute(void* data, size_t size, int attr, const ManagedRange& r);
 
 struct PointerInfo {
   MemoryType type = MemoryType::Unregistered;

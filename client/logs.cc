@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -69,6 +70,18 @@ std::string Logs::dump(uint32_t* it) {
     out += kept_[i - first_].text + "\n";
   if (it) *it = end;
   return out;
+}
+
+CudaError Logs::dump_to_file(uint32_t* it, const char* path) {
+  if (!path) return err::InvalidValue;
+  uint32_t next = it ? *it : 0;
+  std::string text = dump(it ? &next : nullptr);
+  FILE* f = std::fopen(path, "w");
+  if (!f) return err::InvalidValue;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return err::InvalidValue;
+  if (it) *it = next;
+  return err::Success;
 }
 
 CudaError Logs::dump_to_memory(uint32_t* it, char* buffer, size_t* size) {

@@ -39,6 +39,9 @@ class Logs {
   // written (without it) out.  When not everything fits, a line saying so comes first, then the
   // most recent messages that fit.  InvalidValue when not even one fits.
   CudaError dump_to_memory(uint32_t* it, char* buffer, size_t* size);
+  // cudaLogsDumpToFile: dump(it) written to `path` (replaced); InvalidValue when it cannot be
+  // written, and then `*it` is unchanged.
+  CudaError dump_to_file(uint32_t* it, const char* path);
   // Handles are nonzero.
   uint64_t add_callback(Callback fn, void* data);
   bool remove_callback(uint64_t handle);

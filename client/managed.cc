@@ -560,4 +560,40 @@ CudaError Client::stream_attach(const Stream& s, void* p, size_t length, unsigne
   return err::Success;
 }
 
+CudaError write_range_attribute(void* data, size_t size, int attr, const ManagedRange& r) {
+  if (!data) return err::InvalidValue;
+  auto one = [&](int v) {
+    if (size != sizeof(int)) return err::InvalidValue;
+    std::memcpy(data, &v, sizeof v);
+    return err::Success;
+  };
+  // Location types: 0 invalid, 1 device, 2 host.
+  auto type_of = [](int dev) { return dev == -2 ? 0 : dev == Client::kCpuDevice ? 2 : 1; };
+  switch (attr) {
+    case 1:
+      return one(r.read_mostly ? 1 : 0);
+    case 2:
+      return one(r.preferred);
+    case 3: {
+      if (size == 0 || size % sizeof(int) != 0) return err::InvalidValue;
+      int* out = static_cast<int*>(data);
+      const size_t n = size / sizeof(int);
+      for (size_t i = 0; i < n; ++i)
+        out[i] = i < r.accessed_by.size() ? r.accessed_by[i] : -2;  // an invalid device id
+      return err::Success;
+    }
+    case 4:
+      return one(r.last_prefetch);
+    case 5:
+      return one(type_of(r.preferred));
+    case 6:
+      return one(r.preferred < 0 ? 0 : r.preferred);
+    case 7:
+      return one(type_of(r.last_prefetch));
+    case 8:
+      return one(r.last_prefetch < 0 ? 0 : r.last_prefetch);
+  }
+  return err::InvalidValue;
+}
+
 }  // namespace rgpu::client

@@ -143,7 +143,7 @@ Variable* ModuleStore::variable(Module* m, const std::string& name, uint64_t siz
   return variables_.back().get();
 }
 
-bool ModuleStore::valid(const Function* f) const {
+bool ModuleStore::valid_function(const Function* f) const {
   {
     std::shared_lock lock(mu_);
     if (!function_set_.count(f)) return false;

@@ -99,8 +99,8 @@ class ModuleStore {
   Function* function(Module* m, const std::string& name);
   Variable* variable(Module* m, const std::string& name, uint64_t size = 0);
   bool valid(const Module* m) const;
-  // Whether `f` is a function of a loaded module (a handle from a program may be any pointer).
-  bool valid(const Function* f) const;
+  // Whether `f` is a function of this store (any pointer may be asked) of a module still loaded.
+  bool valid_function(const Function* f) const;
   // Forgets what every module knows about `device` (after a device reset).
   void forget_device(int device);
 
@@ -109,7 +109,7 @@ class ModuleStore {
   std::vector<std::unique_ptr<Module>> modules_;  // never shrinks: handles stay dereferenceable
   std::map<ImageHash, Module*> by_hash_;          // loaded (copied) images
   std::vector<std::unique_ptr<Function>> functions_;
-  std::unordered_set<const Function*> function_set_;  // the same, for valid()
+  std::unordered_set<const Function*> function_set_;  // functions_, to check handles
   std::vector<std::unique_ptr<Variable>> variables_;
 };
 

@@ -49,10 +49,12 @@ inline CUcontext cu(client::Context* c) { return reinterpret_cast<CUcontext>(c);
 inline client::Module* module_of(const void* m) {
   return reinterpret_cast<client::Module*>(const_cast<void*>(m));
 }
-// The function a CUfunction/CUkernel names, or nullptr when it names none (NVIDIA's runtime passes
-// a program's pointers straight through, e.g. cudaFuncGetAttributes of a host function): callers
-// answer CUDA_ERROR_INVALID_HANDLE, as the driver does.
-client::Function* function_of(const void* f);
+// The function a CUfunction/CUkernel names, or null when it is none of a loaded module (NVIDIA's
+// runtime passes unregistered host pointers straight through: they must not be dereferenced).
+inline client::Function* function_of(const void* f) {
+  auto* fn = reinterpret_cast<client::Function*>(const_cast<void*>(f));
+  return f && core().modules().valid_function(fn) ? fn : nullptr;
+}
 inline client::Event* event_of(CUevent e) { return reinterpret_cast<client::Event*>(e); }
 inline void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 inline CUdeviceptr dptr(const void* p) {

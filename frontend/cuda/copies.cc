@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "frontend/cuda/api.h"
+#include "frontend/cuda/arrays.h"
 
 using namespace rgpu;
 using client::CopyKind;
@@ -18,7 +18,7 @@ using rgpu::cuda_fe::to_driver;
 
 namespace {
 
-enum class Mode { Sync, SyncThread, Async };
+using Mode = cuda_fe::CopyMode;
 
 // One 2-D copy (a 1-D copy is one row) in `mode`; `pt`: stream 0 is the thread's stream.
 CUresult copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
@@ -61,9 +61,9 @@ CUresult operand(CUmemorytype type, const void* host, CUdeviceptr dev, CUarray a
     case CU_MEMORYTYPE_UNIFIED:
       out->p = static_cast<char*>(ptr(dev)) + off, out->unified = true;
       return CUDA_SUCCESS;
-    case CU_MEMORYTYPE_ARRAY:
+    case CU_MEMORYTYPE_ARRAY:  // array_copies.cc
       (void)array;
-      return static_cast<CUresult>(cuda_fe::unsupported("cuMemcpy2D/3D with a CUDA array operand"));
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
@@ -75,6 +75,18 @@ CopyKind kind_of(const Operand& d, const Operand& s) {
 
 CUresult copy_2d(const CUDA_MEMCPY2D* c, Mode mode, CUstream st = nullptr, bool pt = false) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY || c->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+    RGPU_INIT();
+    CUDA_MEMCPY3D q{};
+    q.srcXInBytes = c->srcXInBytes, q.srcY = c->srcY, q.srcMemoryType = c->srcMemoryType;
+    q.srcHost = c->srcHost, q.srcDevice = c->srcDevice, q.srcArray = c->srcArray;
+    q.srcPitch = c->srcPitch;
+    q.dstXInBytes = c->dstXInBytes, q.dstY = c->dstY, q.dstMemoryType = c->dstMemoryType;
+    q.dstHost = c->dstHost, q.dstDevice = c->dstDevice, q.dstArray = c->dstArray;
+    q.dstPitch = c->dstPitch;
+    q.WidthInBytes = c->WidthInBytes, q.Height = c->Height, q.Depth = 1;
+    return cuda_fe::copy_with_array(q, mode, st, pt);
+  }
   Operand d, s;
   if (CUresult r = operand(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes,
                            c->dstY, 0, c->dstPitch, 0, &d);
@@ -95,6 +107,8 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, Mode mode, CUstream st = nullptr, bool 
   RGPU_INIT();
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   if (c->srcLOD || c->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+  if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY || c->srcMemoryType == CU_MEMORYTYPE_ARRAY)
+    return cuda_fe::copy_with_array(*c, mode, st, pt);
   Operand d, s;
   if (CUresult r = operand(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes,
                            c->dstY, c->dstZ, c->dstPitch, c->dstHeight, &d);
@@ -118,6 +132,55 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, Mode mode, CUstream st = nullptr, bool 
       e != err::Success)
     return to_driver(e);
   client::Error e = core().memcpy3d(q, &str);
+  if (e == err::Success && mode == Mode::SyncThread) e = core().stream_synchronize(str);
+  return to_driver(e);
+}
+
+// A peer 3-D copy: each side's context names its device; an array operand is used on its own
+// device, so a copy with one is an ordinary 3-D copy there.
+CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* c, Mode mode, CUstream st = nullptr,
+                      bool pt = false) {
+  RGPU_INIT();
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->srcLOD || c->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY3D q{};
+  q.srcXInBytes = c->srcXInBytes, q.srcY = c->srcY, q.srcZ = c->srcZ;
+  q.srcMemoryType = c->srcMemoryType, q.srcHost = c->srcHost, q.srcDevice = c->srcDevice;
+  q.srcArray = c->srcArray, q.srcPitch = c->srcPitch, q.srcHeight = c->srcHeight;
+  q.dstXInBytes = c->dstXInBytes, q.dstY = c->dstY, q.dstZ = c->dstZ;
+  q.dstMemoryType = c->dstMemoryType, q.dstHost = c->dstHost, q.dstDevice = c->dstDevice;
+  q.dstArray = c->dstArray, q.dstPitch = c->dstPitch, q.dstHeight = c->dstHeight;
+  q.WidthInBytes = c->WidthInBytes, q.Height = c->Height, q.Depth = c->Depth;
+  if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY || c->srcMemoryType == CU_MEMORYTYPE_ARRAY)
+    return cuda_fe::copy_with_array(q, mode, st, pt);
+  auto* dc = cuda_fe::ctx_of(c->dstContext);
+  auto* sc = cuda_fe::ctx_of(c->srcContext);
+  if (!dc || !sc || !core().contexts().valid(dc) || !core().contexts().valid(sc))
+    return CUDA_ERROR_INVALID_CONTEXT;
+  Operand d, s;
+  if (CUresult r = operand(q.dstMemoryType, q.dstHost, q.dstDevice, q.dstArray, q.dstXInBytes,
+                           q.dstY, q.dstZ, q.dstPitch, q.dstHeight, &d);
+      r != CUDA_SUCCESS)
+    return r;
+  if (CUresult r = operand(q.srcMemoryType, q.srcHost, q.srcDevice, q.srcArray, q.srcXInBytes,
+                           q.srcY, q.srcZ, q.srcPitch, q.srcHeight, &s);
+      r != CUDA_SUCCESS)
+    return r;
+  client::Client::Copy3D x;
+  x.dst = d.p, x.dpitch = q.dstPitch ? q.dstPitch : q.WidthInBytes;
+  x.dslice_rows = q.dstHeight ? q.dstHeight : q.Height;
+  x.src = s.p, x.spitch = q.srcPitch ? q.srcPitch : q.WidthInBytes;
+  x.sslice_rows = q.srcHeight ? q.srcHeight : q.Height;
+  x.width = q.WidthInBytes, x.height = q.Height, x.depth = q.Depth;
+  x.kind = CopyKind::DeviceToDevice;
+  if (!x.width || !x.height || !x.depth) return CUDA_SUCCESS;
+  if (mode == Mode::Sync)
+    return to_driver(core().memcpy3d_peer(x, dc->device, sc->device, nullptr));
+  client::Stream str;
+  if (client::Error e = cuda_fe::stream_of(st, mode == Mode::SyncThread || pt, &str);
+      e != err::Success)
+    return to_driver(e);
+  client::Error e = core().memcpy3d_peer(x, dc->device, sc->device, &str);
   if (e == err::Success && mode == Mode::SyncThread) e = core().stream_synchronize(str);
   return to_driver(e);
 }
@@ -298,3 +361,15 @@ RGPU_CU CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* c, CUstream st) {
 RGPU_MEMSET(8, unsigned char)
 RGPU_MEMSET(16, unsigned short)
 RGPU_MEMSET(32, unsigned int)
+
+// ---- 3-D peer copies ----------------------------------------------------------------------------
+RGPU_CU CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* p) { return copy_3d_peer(p, Mode::Sync); }
+RGPU_CU CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* p) {
+  return copy_3d_peer(p, Mode::SyncThread);
+}
+RGPU_CU CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream hStream) {
+  return copy_3d_peer(p, Mode::Async, hStream);
+}
+RGPU_CU CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* p, CUstream hStream) {
+  return copy_3d_peer(p, Mode::Async, hStream, true);
+}

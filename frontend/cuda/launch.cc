@@ -80,10 +80,9 @@ CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 b
   return to_driver(core().launch_ex(f, grid, block, args, smem, s, attrs));
 }
 
-CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool pt) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
+// A launch configuration's attributes in the core's terms.
+CUresult attributes(const CUlaunchConfig* c, const char* call, std::vector<Attr>& attrs) {
   if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
-  std::vector<Attr> attrs;
   for (unsigned i = 0; i < c->numAttrs; ++i) {
     const CUlaunchAttribute& a = c->attrs[i];
     if (a.id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
@@ -93,16 +92,36 @@ CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** 
       continue;
     Attr x;
     if (!convert(a, x)) {
-      LOG_ERROR(
-          "cuLaunchKernelEx: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)",
-          static_cast<int>(a.id));
+      LOG_ERROR("%s: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)", call,
+                static_cast<int>(a.id));
       return CUDA_ERROR_INVALID_VALUE;
     }
     attrs.push_back(x);
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool pt) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<Attr> attrs;
+  if (CUresult r = attributes(c, "cuLaunchKernelEx", attrs); r != CUDA_SUCCESS) return r;
   return launch(f, {c->gridDimX, c->gridDimY, c->gridDimZ},
                 {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes, c->hStream, pt,
                 params, extra, attrs);
+}
+
+// Cluster occupancy: max active clusters (query 0) or max potential cluster size (1).
+CUresult cluster_query(int query, int* value, CUfunction fn, const CUlaunchConfig* c) {
+  RGPU_INIT();
+  if (!value || !c) return CUDA_ERROR_INVALID_VALUE;
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  client::Function* f = function_of(fn);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<Attr> attrs;
+  if (CUresult r = attributes(c, "cuOccupancy*Cluster*", attrs); r != CUDA_SUCCESS) return r;
+  return to_driver(core().occupancy_cluster(f, query, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                                            {c->blockDimX, c->blockDimY, c->blockDimZ},
+                                            c->sharedMemBytes, attrs, value));
 }
 
 std::vector<Attr> cooperative() {
@@ -149,9 +168,9 @@ RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
   RGPU_INIT();
   if (!numBlocks || !func || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(
-      core().occupancy(function_of(func), blockSize, dynamicSMemSize, flags, numBlocks));
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().occupancy(f, blockSize, dynamicSMemSize, flags, numBlocks));
 }
 RGPU_CU CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
                                                              int blockSize,
@@ -163,7 +182,27 @@ RGPU_CU CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize
                                                          int numBlocks, int blockSize) {
   RGPU_INIT();
   if (!dynamicSmemSize || !func) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(
-      core().occupancy_dynamic_smem(function_of(func), numBlocks, blockSize, dynamicSmemSize));
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().occupancy_dynamic_smem(f, numBlocks, blockSize, dynamicSmemSize));
+}
+
+RGPU_CU CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                              const CUlaunchConfig* config) {
+  return cluster_query(0, numClusters, func, config);
+}
+
+RGPU_CU CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
+                                                    const CUlaunchConfig* config) {
+  return cluster_query(1, clusterSize, func, config);
+}
+
+// Deprecated: bank size is fixed on every GPU CUDA 13 supports; the call checks and succeeds.
+RGPU_CU CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  RGPU_INIT();
+  if (config < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE ||
+      config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!function_of(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
 }

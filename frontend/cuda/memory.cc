@@ -123,7 +123,7 @@ Pool* pool_of(CUmemoryPool p) { return reinterpret_cast<Pool*>(p); }
 
 CUresult alloc_async(CUdeviceptr* dp, size_t bytesize, Pool* pool, CUstream hStream, bool pt) {
   RGPU_INIT();
-  if (!dp || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if (!dp) return CUDA_ERROR_INVALID_VALUE;
   client::Stream s;
   if (client::Error e = cuda_fe::stream_of(hStream, pt, &s); e != err::Success) return to_driver(e);
   void* p = nullptr;
@@ -190,9 +190,13 @@ RGPU_CU CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
 RGPU_CU CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
   RGPU_INIT();
   if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
+  // Host and NUMA pools: not over a remote link (the runtime answers the same).
   if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
       props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return static_cast<CUresult>(cuda_fe::unsupported("cuMemPoolCreate (non-device pools)"));
+    return CUDA_ERROR_INVALID_VALUE;
+  if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+    return static_cast<CUresult>(
+        cuda_fe::unsupported("cuMemPoolCreate with shareable handle types (pool IPC)"));
   Pool* p = nullptr;
   CUresult r = to_driver(core().mem_pool_create(props->location.id, props->maxSize, &p));
   if (r == CUDA_SUCCESS) *pool = reinterpret_cast<CUmemoryPool>(p);
@@ -230,4 +234,70 @@ RGPU_CU CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   else
     *static_cast<cuuint64_t*>(value) = v;
   return CUDA_SUCCESS;
+}
+
+namespace {
+
+CUresult device_of(const CUmemLocation* loc, int* dev) {
+  if (!loc || loc->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  *dev = loc->id;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  RGPU_INIT();
+  if (count && !map) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    int dev = 0;
+    if (CUresult r = device_of(&map[i].location, &dev); r != CUDA_SUCCESS) return r;
+    if (map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ) return CUDA_ERROR_INVALID_VALUE;
+    const bool rw = map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (CUresult r = to_driver(core().mem_pool_set_access(pool_of(pool), dev, rw));
+        r != CUDA_SUCCESS)
+      return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+RGPU_CU CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
+                                    CUmemLocation* location) {
+  RGPU_INIT();
+  int dev = 0;
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = device_of(location, &dev); r != CUDA_SUCCESS) return r;
+  bool rw = false;
+  CUresult r = to_driver(core().mem_pool_get_access(pool_of(memPool), dev, &rw));
+  if (r == CUDA_SUCCESS)
+    *flags = rw ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return r;
+}
+
+// The location forms of CUDA 13: device locations and pinned allocations only.
+RGPU_CU CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
+                                        CUmemAllocationType type) {
+  RGPU_INIT();
+  int dev = 0;
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = device_of(location, &dev); r != CUDA_SUCCESS) return r;
+  return cuDeviceGetDefaultMemPool(pool_out, dev);
+}
+
+RGPU_CU CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location,
+                                 CUmemAllocationType type) {
+  RGPU_INIT();
+  int dev = 0;
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = device_of(location, &dev); r != CUDA_SUCCESS) return r;
+  return cuDeviceGetMemPool(pool, dev);
+}
+
+RGPU_CU CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type,
+                                 CUmemoryPool pool) {
+  RGPU_INIT();
+  int dev = 0;
+  if (type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = device_of(location, &dev); r != CUDA_SUCCESS) return r;
+  return cuDeviceSetMemPool(dev, pool);
 }

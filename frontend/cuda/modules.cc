@@ -76,15 +76,6 @@ CUresult load_file(void** out, const char* path, bool library = false) {
   return load(out, bytes.data(), bytes.size(), library);
 }
 
-}  // namespace
-
-client::Function* cuda_fe::function_of(const void* f) {
-  auto* fn = reinterpret_cast<client::Function*>(const_cast<void*>(f));
-  return fn && core().modules().valid(fn) ? fn : nullptr;
-}
-
-namespace {
-
 client::Module* valid_module(const void* h) {
   client::Module* m = module_of(h);
   return m && core().modules().valid(m) ? m : nullptr;
@@ -123,10 +114,10 @@ CUresult func_attribute(int* pi, int attrib, const void* fn) {
   RGPU_INIT();
   if (!pi || !fn) return CUDA_ERROR_INVALID_VALUE;
   if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  client::Function* f = function_of(fn);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   std::vector<int32_t> v;
-  if (!function_of(fn)) return CUDA_ERROR_INVALID_HANDLE;
-  if (CUresult r = to_driver(core().func_attributes(function_of(fn), v)); r != CUDA_SUCCESS)
-    return r;
+  if (CUresult r = to_driver(core().func_attributes(f, v)); r != CUDA_SUCCESS) return r;
   if (static_cast<size_t>(attrib) >= v.size()) return CUDA_ERROR_INVALID_VALUE;
   *pi = v[static_cast<size_t>(attrib)];
   return CUDA_SUCCESS;
@@ -224,26 +215,33 @@ RGPU_CU CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
 RGPU_CU CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
   RGPU_INIT();
   if (!pLib || !kernel) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
-  *pLib = reinterpret_cast<CUlibrary>(function_of(kernel)->module);
+  client::Function* f = function_of(kernel);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *pLib = reinterpret_cast<CUlibrary>(f->module);
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuKernelGetName(const char** name, CUkernel kernel) {
+  RGPU_INIT();
   if (!name || !kernel) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
-  *name = function_of(kernel)->name.c_str();
+  client::Function* f = function_of(kernel);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name.c_str();
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuFuncGetName(const char** name, CUfunction func) {
+  RGPU_INIT();
   if (!name || !func) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
-  *name = function_of(func)->name.c_str();
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name.c_str();
   return CUDA_SUCCESS;
 }
 RGPU_CU CUresult cuFuncGetModule(CUmodule* hmod, CUfunction func) {
+  RGPU_INIT();
   if (!hmod || !func) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
-  *hmod = reinterpret_cast<CUmodule>(function_of(func)->module);
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *hmod = reinterpret_cast<CUmodule>(f->module);
   return CUDA_SUCCESS;
 }
 
@@ -259,19 +257,22 @@ RGPU_CU CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUke
 }
 RGPU_CU CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
   RGPU_INIT();
-  if (!function_of(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(core().func_set_attribute(function_of(hfunc), attrib, value));
+  client::Function* f = function_of(hfunc);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_attribute(f, attrib, value));
 }
 RGPU_CU CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                       CUdevice dev) {
   RGPU_INIT();
-  if (!function_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(core().func_set_attribute_on(function_of(kernel), dev, attrib, val));
+  client::Function* f = function_of(kernel);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_attribute_on(f, dev, attrib, val));
 }
 RGPU_CU CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
   RGPU_INIT();
-  if (!function_of(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
-  return to_driver(core().func_set_cache_config(function_of(hfunc), config));
+  client::Function* f = function_of(hfunc);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return to_driver(core().func_set_cache_config(f, config));
 }
 RGPU_CU CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice) {
   return cuFuncSetCacheConfig(reinterpret_cast<CUfunction>(kernel), config);
@@ -282,9 +283,10 @@ RGPU_CU CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* 
                                     size_t* paramSize) {
   RGPU_INIT();
   if (!func || !paramOffset) return CUDA_ERROR_INVALID_VALUE;
+  client::Function* f = function_of(func);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
   size_t size = 0;
-  if (!function_of(func)) return CUDA_ERROR_INVALID_HANDLE;
-  CUresult r = to_driver(core().param_info(function_of(func), paramIndex, paramOffset, &size));
+  CUresult r = to_driver(core().param_info(f, paramIndex, paramOffset, &size));
   if (r == CUDA_SUCCESS && paramSize) *paramSize = size;
   return r;
 }
@@ -292,4 +294,39 @@ RGPU_CU CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t
                                       size_t* paramSize) {
   return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(kernel), paramIndex, paramOffset,
                             paramSize);
+}
+
+// ---- enumeration ----------------------------------------------------------------------------
+
+namespace {
+
+// The first `n` kernels of a module or library, as the functions the module store names.
+CUresult enumerate(void** out, unsigned n, const void* mod) {
+  RGPU_INIT();
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  client::Module* m = valid_module(mod);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<std::string> names;
+  if (CUresult r = to_driver(core().module_kernel_names(m, names)); r != CUDA_SUCCESS) return r;
+  if (n > names.size()) n = static_cast<unsigned>(names.size());
+  for (unsigned i = 0; i < n; ++i) {
+    client::Function* f = core().modules().function(m, names[i]);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    out[i] = f;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
+                                           CUlibrary lib) {
+  return enumerate(reinterpret_cast<void**>(kernels), numKernels, lib);
+}
+RGPU_CU CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  return cuLibraryGetKernelCount(count, reinterpret_cast<CUlibrary>(mod));
+}
+RGPU_CU CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
+                                            CUmodule mod) {
+  return enumerate(reinterpret_cast<void**>(functions), numFunctions, mod);
 }

@@ -56,7 +56,10 @@ namespace {
 
 CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
   const client::PointerInfo pi = core().pointer_info(cuda_fe::ptr(p));
-  const bool device = pi.type == client::MemoryType::Device;
+  // Managed memory is device memory with one address on both sides (as NVIDIA's driver
+  // answers: memory type device, both pointers, IS_MANAGED).
+  const bool managed = pi.type == client::MemoryType::Managed;
+  const bool device = pi.type == client::MemoryType::Device || managed;
   const bool host = pi.type == client::MemoryType::Host;
   switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: {
@@ -73,12 +76,12 @@ CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
       *static_cast<CUdeviceptr*>(data) = p;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      if (!host) return CUDA_ERROR_INVALID_VALUE;
+      if (!host && !managed) return CUDA_ERROR_INVALID_VALUE;
       *static_cast<void**>(data) = cuda_fe::ptr(p);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
       if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
-      *static_cast<unsigned*>(data) = 0;
+      *static_cast<unsigned*>(data) = managed ? 1 : 0;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
       if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
@@ -96,7 +99,7 @@ CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
       *static_cast<int*>(data) = device || host ? 1 : 0;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-      *static_cast<int*>(data) = device ? 1 : 0;
+      *static_cast<int*>(data) = device && !managed ? 1 : 0;
       return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;

@@ -81,10 +81,7 @@ cudaChannelFormatDesc runtime_format(uint32_t format, uint32_t channels) {
 }
 
 uint32_t element_bytes(uint32_t format, uint32_t channels) {
-  uint32_t b = (format & 0x0f) == 1 || format == 0x08               ? 1
-               : format == 0x02 || format == 0x09 || format == 0x10 ? 2
-                                                                    : 4;
-  return b * channels;
+  return client::array_element_bytes(format, channels);
 }
 
 }  // namespace rgpu::cudart

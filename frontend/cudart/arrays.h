@@ -1,32 +1,26 @@
 // Shared by the arrays group's runtime files (arrays.cc, arrays_copy.cc, textures.cc): array
-// handles and channel formats.  A cudaArray_t / cudaMipmappedArray_t is the core's array id
-// under a tag in the high bits: unique, and not an address (non-canonical on x86-64 and
-// AArch64), so dereferencing one faults at once.
+// handles (client/array_handles.h: the driver front-end's too) and channel formats.
 #pragma once
 
 #include <cstdint>
 
+#include "client/array_handles.h"
 #include "frontend/cudart/api.h"
 
 namespace rgpu::cudart {
 
-constexpr uint64_t kArrayTag = 0xA7A0ull << 48, kMipmappedTag = 0xA7A1ull << 48;
-constexpr uint64_t kIdMask = (1ull << 48) - 1;
-
 inline cudaArray_t array_handle(uint64_t id) {
-  return reinterpret_cast<cudaArray_t>(kArrayTag | id);
+  return reinterpret_cast<cudaArray_t>(client::array_handle_value(id));
 }
 inline cudaMipmappedArray_t mipmapped_handle(uint64_t id) {
-  return reinterpret_cast<cudaMipmappedArray_t>(kMipmappedTag | id);
+  return reinterpret_cast<cudaMipmappedArray_t>(client::mipmapped_handle_value(id));
 }
 // The core's id of a handle; 0 when it is not one of ours.
 inline uint64_t array_id(const void* h) {
-  auto v = reinterpret_cast<uint64_t>(h);
-  return (v & ~kIdMask) == kArrayTag ? v & kIdMask : 0;
+  return client::array_id_of(reinterpret_cast<uint64_t>(h));
 }
 inline uint64_t mipmapped_id(const void* h) {
-  auto v = reinterpret_cast<uint64_t>(h);
-  return (v & ~kIdMask) == kMipmappedTag ? v & kIdMask : 0;
+  return client::mipmapped_id_of(reinterpret_cast<uint64_t>(h));
 }
 
 // A channel format as the driver's CUarray_format and channel count; false when the runtime

@@ -1,7 +1,5 @@
 // Managed memory (cudaMallocManaged, prefetch, advice, range attributes, stream attachment),
 // emulated by the client core (client/managed.cc; docs/architecture.md, "Managed memory").
-#include <cstring>
-
 #include "frontend/cudart/api.h"
 
 using namespace rgpu;
@@ -71,47 +69,6 @@ cudaError_t attach(cudaStream_t stream, void* p, size_t length, unsigned flags, 
   client::Stream s;
   if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
   return ret(core().stream_attach(s, p, length, flags));
-}
-
-// One attribute into `data` (dataSize bytes), as cudaMemRangeGetAttribute writes it.
-CudaError range_attribute(void* data, size_t size, cudaMemRangeAttribute attr,
-                          const client::ManagedRange& r) {
-  if (!data) return err::InvalidValue;
-  auto one = [&](int v) {
-    if (size != sizeof(int)) return err::InvalidValue;
-    std::memcpy(data, &v, sizeof v);
-    return err::Success;
-  };
-  auto type_of = [](int dev) {
-    return dev == -2                           ? cudaMemLocationTypeInvalid
-           : dev == client::Client::kCpuDevice ? cudaMemLocationTypeHost
-                                               : cudaMemLocationTypeDevice;
-  };
-  switch (attr) {
-    case cudaMemRangeAttributeReadMostly:
-      return one(r.read_mostly ? 1 : 0);
-    case cudaMemRangeAttributePreferredLocation:
-      return one(r.preferred);
-    case cudaMemRangeAttributeLastPrefetchLocation:
-      return one(r.last_prefetch);
-    case cudaMemRangeAttributePreferredLocationType:
-      return one(type_of(r.preferred));
-    case cudaMemRangeAttributePreferredLocationId:
-      return one(r.preferred < 0 ? 0 : r.preferred);
-    case cudaMemRangeAttributeLastPrefetchLocationType:
-      return one(type_of(r.last_prefetch));
-    case cudaMemRangeAttributeLastPrefetchLocationId:
-      return one(r.last_prefetch < 0 ? 0 : r.last_prefetch);
-    case cudaMemRangeAttributeAccessedBy: {
-      if (size == 0 || size % sizeof(int) != 0) return err::InvalidValue;
-      int* out = static_cast<int*>(data);
-      const size_t n = size / sizeof(int);
-      for (size_t i = 0; i < n; ++i)
-        out[i] = i < r.accessed_by.size() ? r.accessed_by[i] : -2;  // cudaInvalidDeviceId
-      return err::Success;
-    }
-  }
-  return err::InvalidValue;
 }
 
 }  // namespace
@@ -194,7 +151,7 @@ cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize,
                                      size_t count) {
   client::ManagedRange r;
   if (CudaError e = core().mem_range(devPtr, count, &r); e != err::Success) return ret(e);
-  return ret(range_attribute(data, dataSize, attribute, r));
+  return ret(client::write_range_attribute(data, dataSize, attribute, r));
 }
 
 cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
@@ -204,7 +161,8 @@ cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
   client::ManagedRange r;
   if (CudaError e = core().mem_range(devPtr, count, &r); e != err::Success) return ret(e);
   for (size_t i = 0; i < numAttributes; ++i)
-    if (CudaError e = range_attribute(data[i], dataSizes[i], attributes[i], r); e != err::Success)
+    if (CudaError e = client::write_range_attribute(data[i], dataSizes[i], attributes[i], r);
+        e != err::Success)
       return ret(e);
   return cudaSuccess;
 }

@@ -1,9 +1,6 @@
 // Runtime entry points of the misc group (issue 11 leftovers): peer access undone, GPUDirect RDMA
 // flushes, atomic capabilities, CUDA IPC event handles (client/misc.cc) and the logs API
 // (client/logs.h).
-#include <cstdio>
-#include <string>
-
 #include "client/logs.h"
 #include "frontend/cudart/api.h"
 
@@ -86,14 +83,7 @@ cudaError_t cudaLogsDumpToFile(cudaLogIterator* iterator, const char* pathToFile
                                unsigned int flags) {
   if (!pathToFile || flags) return ret(err::InvalidValue);
   static_assert(sizeof(cudaLogIterator) == sizeof(uint32_t));
-  uint32_t it = iterator ? *iterator : 0;
-  std::string text = Logs::get().dump(iterator ? &it : nullptr);
-  FILE* f = fopen(pathToFile, "w");
-  if (!f) return ret(err::InvalidValue);
-  const bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (fclose(f) != 0 || !ok) return ret(err::InvalidValue);
-  if (iterator) *iterator = it;
-  return cudaSuccess;
+  return ret(Logs::get().dump_to_file(iterator, pathToFile));
 }
 
 cudaError_t cudaLogsDumpToMemory(cudaLogIterator* iterator, char* buffer, size_t* size,

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "tests/integration/harness.h"
 
@@ -29,7 +32,16 @@ std::string nvidia_runtime_dir() {
 struct Case {
   const char* program;
   const char* transport;
+  std::vector<std::string> args = {};  // the program's arguments (a mode)
+  int gpus = 1;                        // rgpud --host-gpus; every GPU is a virtual device
 };
+
+// What gtest prints for a case (instead of its bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.program << " over " << c.transport;
+  for (const std::string& a : c.args) *os << ' ' << a;
+  if (c.gpus > 1) *os << " (" << c.gpus << " GPUs)";
+}
 
 class NvidiaRuntime : public ::testing::TestWithParam<Case> {};
 
@@ -56,13 +68,24 @@ INSTANTIATE_TEST_SUITE_P(Programs, NvidiaStaticRuntime,
                          });
 
 TEST_P(NvidiaRuntime, SameOutputAsRgpusRuntime) {
-  Daemon d;
+  const Case& c = GetParam();
+  std::vector<std::string> daemon_args;
+  if (c.gpus > 1) daemon_args = {"--host-gpus", std::to_string(c.gpus)};
+  Daemon d(daemon_args);
   Env env = d.client_env();
-  env["RGPU_TRANSPORT"] = GetParam().transport;
-  Result ours = run({cuda_program(GetParam().program)}, env, 60);
+  env["RGPU_TRANSPORT"] = c.transport;
+  if (c.gpus > 1) {
+    std::string servers;
+    for (int i = 0; i < c.gpus; ++i)
+      servers += (i ? "," : "") + d.servers() + "/" + std::to_string(i);
+    env["RGPU_SERVERS"] = servers;
+  }
+  std::vector<std::string> argv = {cuda_program(c.program)};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  Result ours = run(argv, env, 60);
   ASSERT_EQ(ours.status, 0) << ours.out << ours.err;
   env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
-  Result theirs = run({cuda_program(GetParam().program)}, env, 60);
+  Result theirs = run(argv, env, 60);
   EXPECT_EQ(theirs.status, 0) << theirs.out << theirs.err;
   EXPECT_EQ(theirs.out, ours.out) << theirs.err;
   EXPECT_EQ(theirs.err.find("integrity"), std::string::npos) << theirs.err;
@@ -70,15 +93,55 @@ TEST_P(NvidiaRuntime, SameOutputAsRgpusRuntime) {
 
 INSTANTIATE_TEST_SUITE_P(
     Programs, NvidiaRuntime,
-    ::testing::Values(Case{"memcpy_roundtrip", "tcp"}, Case{"memcpy_roundtrip", "shm"},
-                      Case{"kernels_basic", "tcp"}, Case{"kernels_basic", "shm"},
-                      Case{"errors", "tcp"}, Case{"pointer_attrs", "tcp"},
-                      Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
-                      Case{"kernels_symbols", "tcp"}, Case{"kernels_api", "tcp"},
-                      Case{"graphs", "tcp"}, Case{"graphs", "shm"}, Case{"graphs_query", "tcp"},
-                      Case{"graphs_more", "tcp"}),
+    ::testing::Values(
+        Case{"memcpy_roundtrip", "tcp"}, Case{"memcpy_roundtrip", "shm"},
+        Case{"kernels_basic", "tcp"}, Case{"kernels_basic", "shm"}, Case{"errors", "tcp"},
+        Case{"pointer_attrs", "tcp"}, Case{"async_streams", "tcp"}, Case{"async_streams", "shm"},
+        Case{"kernels_symbols", "tcp"}, Case{"devmem", "tcp"}, Case{"launch", "tcp"},
+        Case{"arrays", "tcp"}, Case{"arrays", "shm"}, Case{"misc", "tcp"},
+        Case{"pools", "tcp", {"pools"}}, Case{"managed", "tcp", {"basic"}},
+        Case{"managed", "shm", {"sparse"}}, Case{"pools", "tcp", {"devices"}, 2},
+        Case{"pools", "shm", {"mapped"}}, Case{"kernels_api", "tcp"}, Case{"kernels_printf", "tcp"},
+        Case{"async_stress", "tcp", {}, 2}, Case{"multi_gpu", "tcp", {}, 2},
+        Case{"va_windows", "tcp"}, Case{"stream_waits", "tcp", {"stream"}},
+        Case{"stream_waits", "shm", {"event"}}, Case{"stream_waits", "tcp", {"d2h"}},
+        Case{"stream_waits", "tcp", {"h2d"}}, Case{"stream_waits", "tcp", {"free"}},
+        Case{"limits", "tcp", {"streams", "4"}}, Case{"limits", "tcp", {"events", "5"}},
+        Case{"limits", "tcp", {"malloc", "64", "4"}}, Case{"mem_info", "tcp"},
+        Case{"device_query", "tcp"}, Case{"flood_async", "tcp", {"200", "4096"}},
+        Case{"overlap", "tcp"}, Case{"graphs", "tcp"}, Case{"graphs", "shm"},
+        Case{"graphs_query", "tcp"}, Case{"graphs_more", "tcp"}),
     [](const ::testing::TestParamInfo<Case>& i) {
-      return std::string(i.param.program) + "_" + i.param.transport;
+      std::string name = std::string(i.param.program) + "_" + i.param.transport;
+      for (const std::string& a : i.param.args) {
+        name += '_';
+        for (char ch : a) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      }
+      return name;
     });
+
+}  // namespace
+
+namespace {
+
+// CUDA IPC across two processes, both on NVIDIA's runtime and rgpu's driver: the exporter's
+// memory handle opens in the importer (cuIpcGetMemHandle / cuIpcOpenMemHandle).
+TEST(NvidiaRuntimeIpc, MemoryHandleSharedBetweenProcesses) {
+  Daemon d;
+  Env env = d.client_env();
+  env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
+  Child exporter = spawn({cuda_program("ipc"), "export"}, env);
+  std::string line;
+  ASSERT_TRUE(exporter.wait_line("handle ", 60, &line)) << "the exporter printed no handle";
+  std::string hex = line.substr(7);
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
+  ASSERT_EQ(hex.size(), 128u) << line;
+  Result imp = run({cuda_program("ipc"), "import", hex}, env, 60);
+  EXPECT_EQ(imp.status, 0) << imp.out << imp.err;
+  EXPECT_NE(imp.out.find("ipc import: passed"), std::string::npos) << imp.out << imp.err;
+  ASSERT_TRUE(exporter.wait_line("ipc export: ", 60, &line)) << "the exporter did not finish";
+  EXPECT_NE(line.find("passed"), std::string::npos) << line;
+  exporter.kill_and_wait(0);
+}
 
 }  // namespace

@@ -109,5 +109,22 @@ TEST(ModuleStore, EmbeddedImagesAreNotCopied) {
   EXPECT_EQ(store.unload(m), errc::InvalidResourceHandle);  // part of the program
 }
 
+// What the driver front-end asks of a CUfunction: NVIDIA's runtime passes unregistered host
+// pointers through, which must be refused without being dereferenced.
+TEST(ModuleStore, FunctionHandlesAreChecked) {
+  ModuleStore store;
+  std::vector<uint8_t> image = FatbinBuilder::wrap(test::basic_cubin().build());
+  Module* m = nullptr;
+  ASSERT_EQ(store.load_image(image.data(), 0, &m), errc::Success);
+  Function* k = store.function(m, "k");
+  ASSERT_NE(k, nullptr);
+  EXPECT_TRUE(store.valid_function(k));
+  int not_a_function = 0;
+  EXPECT_FALSE(store.valid_function(reinterpret_cast<Function*>(&not_a_function)));
+  EXPECT_FALSE(store.valid_function(nullptr));
+  EXPECT_EQ(store.unload(m), errc::Success);
+  EXPECT_FALSE(store.valid_function(k));  // its module is gone
+}
+
 }  // namespace
 }  // namespace rgpu::client
