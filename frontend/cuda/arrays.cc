@@ -220,3 +220,12 @@ RGPU_CU CUresult cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIE
                                                      CUmipmappedArray mipmap) {
   return sparse(mipmapped_id(mipmap), true, sparseProperties);
 }
+
+RGPU_CU CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements,
+                                                    CUarray_format format, unsigned numChannels,
+                                                    CUdevice dev) {
+  RGPU_INIT();
+  if (!maxWidthInElements) return CUDA_ERROR_INVALID_VALUE;
+  return to_driver(core().texture1d_linear_max_width(dev, static_cast<uint32_t>(format),
+                                                     numChannels, maxWidthInElements));
+}

@@ -31,7 +31,8 @@ RGPU_CU CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle callback) {
 
 RGPU_CU CUresult cuLogsCurrent(CUlogIterator* iterator_out, unsigned int flags) {
   RGPU_INIT();
-  if (!iterator_out || flags) return CUDA_ERROR_INVALID_VALUE;
+  (void)flags;  // reserved; NVIDIA's driver accepts any value (seen on an H100, driver 580)
+  if (!iterator_out) return CUDA_ERROR_INVALID_VALUE;
   *iterator_out = Logs::get().current();
   return CUDA_SUCCESS;
 }
