@@ -166,9 +166,7 @@ int main() {
   cudaGetDriverEntryPointByVersion("cuNoSuchFunction", &fn, 12000, cudaEnableDefault, &qr);
   CHECK(fn == nullptr && qr == cudaDriverEntryPointSymbolNotFound,
         "cudaGetDriverEntryPointByVersion of an unknown name: null, symbol not found");
-  CHECK(cudaGetDriverEntryPointByVersion("cuMemAlloc", nullptr, 12000, cudaEnableDefault, &qr) ==
-            cudaErrorInvalidValue,
-        "cudaGetDriverEntryPointByVersion with no output: cudaErrorInvalidValue");
+  // (No check of a null output pointer: NVIDIA's driver dereferences it - a crash natively.)
 
   // Teardown across the APIs.
   DRV(cuStreamDestroy(reinterpret_cast<CUstream>(rs)));
