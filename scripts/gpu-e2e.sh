@@ -271,5 +271,5 @@ sed -n '/^targets/,$p' "$out/bench.txt"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
 cp "$out/summary.txt" "$results/summary.txt"
-tar -C "$out" -czf "$results/e2e-logs.tgz" --exclude hold.fifo . 2>/dev/null
+tar -C "$out" -czf "$results/e2e-logs.tgz" --exclude hold.fifo --exclude modules --exclude nvrt-lib . 2>/dev/null
 [ $failures -eq 0 ]
