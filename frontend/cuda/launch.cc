@@ -17,7 +17,6 @@ namespace {
 
 using Attr = client::Client::LaunchAttribute;
 
-
 // One driver launch attribute in the core's terms; false for an id rgpu does not know.
 bool convert(const CUlaunchAttribute& a, Attr& out) {
   int id;
@@ -85,15 +84,16 @@ CUresult attributes(const CUlaunchConfig* c, const char* call, std::vector<Attr>
   if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < c->numAttrs; ++i) {
     const CUlaunchAttribute& a = c->attrs[i];
-    if (a.id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
-    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && !a.value.cooperative) continue;
-    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+    int id;  // the number the program stored: it may be no enumerator (reading it as one is UB)
+    std::memcpy(&id, &a.id, sizeof id);
+    if (id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
+    if (id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && !a.value.cooperative) continue;
+    if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
         !a.value.programmaticStreamSerializationAllowed)
       continue;
     Attr x;
     if (!convert(a, x)) {
-      LOG_ERROR("%s: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)", call,
-                static_cast<int>(a.id));
+      LOG_ERROR("%s: launch attribute %d is unknown to rgpu (CUDA_ERROR_INVALID_VALUE)", call, id);
       return CUDA_ERROR_INVALID_VALUE;
     }
     attrs.push_back(x);

@@ -34,6 +34,11 @@ void exec_child(const std::vector<std::string>& argv, const Env& env) {
   setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
 #endif
   for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+#ifdef RGPU_SANITIZER_PRELOAD
+  // A test's own preload goes after the sanitizer runtime, which must come first.
+  if (auto it = env.find("LD_PRELOAD"); it != env.end())
+    setenv("LD_PRELOAD", (std::string(RGPU_SANITIZER_PRELOAD) + ":" + it->second).c_str(), 1);
+#endif
   auto args = cstrs(argv);
   execv(args[0], args.data());
   fprintf(stderr, "exec %s: %s\n", args[0], strerror(errno));
