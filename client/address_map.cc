@@ -100,6 +100,7 @@ bool AddressMap::add_device(const DeviceRange& r) {
   }
   if (overlaps(device_, r.base, r.size) || overlaps(host_, r.base, r.size)) return false;
   device_[r.base] = r;
+  device_[r.base].id = next_id_++;
   reserve_locked(r.base, r.size);
   return true;
 }
@@ -143,6 +144,7 @@ bool AddressMap::add_host(const HostRange& r) {
   if (r.base > UINT64_MAX - r.size) return false;
   if (overlaps(host_, r.base, r.size) || overlaps(device_, r.base, r.size)) return false;
   host_[r.base] = r;
+  host_[r.base].id = next_id_++;
   return true;
 }
 

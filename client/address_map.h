@@ -24,6 +24,7 @@ struct DeviceRange {
   uint64_t size = 0;
   int device = 0;
   bool freeable = true;  // false for module variables (__device__, __constant__)
+  uint64_t id = 0;       // set by add_device: unique in the process, never reused
 };
 
 struct HostRange {
@@ -35,6 +36,7 @@ struct HostRange {
   uint64_t segment = 0;        // shared with a co-located server (shm transport), else 0
   const void* link = nullptr;  // the ServerLink that maps the segment
   bool mapped = false;         // the session maps it at this address for its GPUs (kernels)
+  uint64_t id = 0;             // set by add_host: unique in the process, never reused
 };
 
 class AddressMap {
@@ -61,6 +63,7 @@ class AddressMap {
   mutable std::shared_mutex mu_;
   std::map<uint64_t, DeviceRange> device_;
   std::map<uint64_t, HostRange> host_;
+  uint64_t next_id_ = 1;  // the next range's id (CU_POINTER_ATTRIBUTE_BUFFER_ID)
   std::map<uint64_t, uint64_t> reserved_;  // page ranges held PROT_NONE: base -> end
 };
 

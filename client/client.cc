@@ -536,9 +536,9 @@ CudaError Client::host_unregister(void* ptr) {
 PointerInfo Client::pointer_info(const void* p) const {
   if (auto d = map_.find_device(u64(p)))
     return {is_managed(d->base) ? MemoryType::Managed : MemoryType::Device, d->device, d->base,
-            false, d->size};
+            false, d->size, d->id};
   if (auto h = map_.find_host(u64(p)))
-    return {MemoryType::Host, h->device, h->base, h->mapped, h->size};
+    return {MemoryType::Host, h->device, h->base, h->mapped, h->size, h->id};
   return {};
 }
 

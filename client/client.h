@@ -106,6 +106,7 @@ struct PointerInfo {
   uint64_t base = 0;
   bool mapped = false;  // page-locked memory the GPU reaches at the same address
   uint64_t size = 0;    // of the allocation or page-locked range at `base`
+  uint64_t id = 0;      // the range's number, unique in the process (AddressMap)
 };
 
 // Process state reached through the one Client, made by the library that makes it.

@@ -154,6 +154,31 @@ CUresult ctx_create_bypass(CUcontext* pctx, unsigned flags, CUdevice dev) {
   return cuCtxCreate(pctx, nullptr, flags, dev);
 }
 
+// ---- TOOLS_TLS: slot 2 answers the calling thread's current context (cuBLASLt keys its
+// per-context state on it, with TOOLS_CONTEXT's slot 4).
+CUresult tools_current_context(CUcontext* out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return cuCtxGetCurrent(out);
+}
+
+// ---- TOOLS_CONTEXT (cuFFT, cuBLAS): slot 4 answers a context's unique number, as cuCtxGetId.
+CUresult tools_context_id(CUcontext ctx, unsigned long long* id) {
+  if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return cuCtxGetId(ctx, id);
+}
+
+// ---- TOOLS_MODULE (cuFFT): slot 7 calls `fn(data, function)` for each function of a module and
+// answers how many there were (cuFFT asks modules of one kernel and expects 1; an error is 0).
+using EachFunction = void (*)(void* data, CUfunction f);
+unsigned tools_module_functions(CUcontext, CUmodule mod, EachFunction fn, void* data) {
+  unsigned count = 0;
+  if (fn == nullptr || cuModuleGetFunctionCount(&count, mod) != CUDA_SUCCESS || count == 0) return 0;
+  std::vector<CUfunction> fs(count);
+  if (cuModuleEnumerateFunctions(fs.data(), count, mod) != CUDA_SUCCESS) return 0;
+  for (CUfunction f : fs) fn(data, f);
+  return count;
+}
+
 // ---- INTEGRITY_CHECK: slot 1.
 CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_t (*out)[2]);
 
@@ -168,7 +193,11 @@ auto tools_hooks = [] {
   t.slot[6] = reinterpret_cast<const void*>(&tools_buffer_2);
   return t;
 }();
-auto tools_tls = make_table<4, 4>();
+auto tools_tls = [] {
+  auto t = make_table<4, 4>();
+  t.slot[2] = reinterpret_cast<const void*>(&tools_current_context);
+  return t;
+}();
 const void* const context_local_storage[4] = {
     reinterpret_cast<const void*>(&cls_put), reinterpret_cast<const void*>(&cls_delete),
     reinterpret_cast<const void*>(&cls_get),
@@ -182,6 +211,16 @@ auto context_checks = [] {
 auto integrity = [] {
   auto t = make_table<7, 3>();
   t.slot[1] = reinterpret_cast<const void*>(&integrity_check);
+  return t;
+}();
+auto tools_context = [] {
+  auto t = make_table<9, 95>();
+  t.slot[4] = reinterpret_cast<const void*>(&tools_context_id);
+  return t;
+}();
+auto tools_module = [] {
+  auto t = make_table<10, 64>();
+  t.slot[7] = reinterpret_cast<const void*>(&tools_module_functions);
   return t;
 }();
 auto ctx_bypass = [] {
@@ -270,6 +309,12 @@ const Known kKnown[] = {
     {{0x0c, 0xa5, 0x0b, 0x8c, 0x10, 0x04, 0x92, 0x9a, 0x89, 0xa7, 0xd0, 0xdf, 0x10, 0xe7, 0x72,
       0x86},
      &ctx_bypass},
+    {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+      0xf2},
+     &tools_context},
+    {{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99,
+      0x1e},
+     &tools_module},
 };
 
 }  // namespace

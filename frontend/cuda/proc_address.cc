@@ -101,6 +101,19 @@ CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
       *static_cast<int*>(data) = device && !managed ? 1 : 0;
       return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:  // libraries (cuFFT) key their caches on it
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<unsigned long long*>(data) = pi.id;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:  // not for a client's remote memory
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<int*>(data) = 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<unsigned*>(data) = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+      return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }

@@ -110,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"limits", "tcp", {"malloc", "64", "4"}}, Case{"mem_info", "tcp"},
         Case{"device_query", "tcp"}, Case{"flood_async", "tcp", {"200", "4096"}},
         Case{"overlap", "tcp"}, Case{"graphs", "tcp"}, Case{"graphs", "shm"},
-        Case{"graphs_query", "tcp"}, Case{"graphs_more", "tcp"}),
+        Case{"graphs_query", "tcp"}, Case{"graphs_more", "tcp"},
+        Case{"nvidia_libs", "tcp", {"handles"}}, Case{"nvidia_libs", "shm", {"handles"}}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string name = std::string(i.param.program) + "_" + i.param.transport;
       for (const std::string& a : i.param.args) {
@@ -123,6 +124,21 @@ INSTANTIATE_TEST_SUITE_P(
 }  // namespace
 
 namespace {
+
+// NVIDIA's cuBLAS and cuFFT (loaded from the toolkit, unmodified) make handles and plans, copy
+// matrices and take streams on rgpu's driver, under either runtime, and every private export
+// table they ask for is served: none is refused or called where rgpu lacks the slot.
+TEST(NvidiaLibraries, HandlesPlansAndCopiesWithEveryTableServed) {
+  Daemon d;
+  Env env = d.client_env();
+  for (bool nvidia_runtime : {false, true}) {
+    if (nvidia_runtime) env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
+    Result r = run({cuda_program("nvidia_libs"), "handles"}, env, 120);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("cufftPlanMany"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("cuGetExportTable"), std::string::npos) << r.err;
+  }
+}
 
 // CUDA IPC across two processes, both on NVIDIA's runtime and rgpu's driver: the exporter's
 // memory handle opens in the importer (cuIpcGetMemHandle / cuIpcOpenMemHandle).
