@@ -220,7 +220,8 @@ class Client {
   // A global's address and size on the current device.
   CudaError global_info(const Variable* v, uint64_t* addr, uint64_t* size);
   CudaError func_set_attribute_on(const Function* f, int dev, int attr, int value);
-  // The kernels a module's image holds (parsed here, in image order of names).
+  // The kernels a module's image holds (parsed here once, in image order of names).
+  CudaError module_kernels(Module* m, std::shared_ptr<const KernelNames>* out);
   CudaError module_kernel_names(Module* m, std::vector<std::string>& names);
   // Packs a launch (kernels.cc): checks the configuration as the driver would, loads the module.
   CudaError prepare_launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,

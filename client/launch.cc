@@ -128,16 +128,37 @@ CudaError Client::func_set_attribute_on(const Function* f, int dev, int attr, in
   return l->call<FuncSetAttributeMsg>(FuncSetAttributeReq{fr, attr, value});
 }
 
-CudaError Client::module_kernel_names(Module* m, std::vector<std::string>& names) {
+CudaError Client::module_kernels(Module* m, std::shared_ptr<const KernelNames>* out) {
   if (!m || !modules_.valid(m)) return kInvalidResourceHandle;
-  names.clear();
+  {
+    std::lock_guard<std::mutex> lock(m->mu);
+    if (m->kernels) {
+      *out = m->kernels;
+      return err::Success;
+    }
+  }
+  // Parsed outside the lock (a large image takes a while); two threads may both parse it once.
+  auto k = std::make_shared<KernelNames>();
   try {
     fatbin::ModuleInfo info = fatbin::describe_image(m->image, m->size);
-    for (const auto& [name, layout] : info.kernels) names.push_back(name);
+    for (const auto& [name, layout] : info.kernels) {
+      k->ordered.push_back(name);
+      k->set.insert(name);
+    }
   } catch (const fatbin::FatbinError& e) {
     LOG_WARN("cannot list the kernels of a library: %s", e.what());
     return kInvalidKernelImage;
   }
+  std::lock_guard<std::mutex> lock(m->mu);
+  if (!m->kernels) m->kernels = std::move(k);
+  *out = m->kernels;
+  return err::Success;
+}
+
+CudaError Client::module_kernel_names(Module* m, std::vector<std::string>& names) {
+  std::shared_ptr<const KernelNames> k;
+  if (CudaError e = module_kernels(m, &k); e != err::Success) return e;
+  names = k->ordered;
   return err::Success;
 }
 

@@ -46,6 +46,13 @@ struct LoadedModule {
 struct Function;
 struct Variable;
 
+// The kernels a module's image holds, parsed once (a library like cuDNN asks for thousands of
+// functions by name from one large image).
+struct KernelNames {
+  std::vector<std::string> ordered;  // image order
+  std::unordered_set<std::string> set;
+};
+
 struct Module {
   const uint8_t* image = nullptr;
   size_t size = 0;
@@ -64,6 +71,7 @@ struct Module {
   std::map<int, LoadedModule> loaded;  // by virtual device
   unsigned refs = 0;  // load_image references (embedded modules: 0, never unloaded)
   bool unloaded = false;
+  std::shared_ptr<const KernelNames> kernels;  // under mu; null until first asked for
   std::mutex mu;
 };
 

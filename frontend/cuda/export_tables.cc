@@ -223,6 +223,11 @@ auto tools_module = [] {
   t.slot[7] = reinterpret_cast<const void*>(&tools_module_functions);
   return t;
 }();
+// 1734dc26 (asked for by PyTorch's cuBLASLt 13, NVRTC, nvJitLink, CUPTI): cuBLASLt calls its slot
+// 4 without checking that the table was found (a crash on a refusal, seen on an H200), and takes
+// its fallback when the slot fails.  Served with the size NVIDIA's driver 580 gives it, every slot
+// answering CUDA_ERROR_NOT_SUPPORTED (logged once).
+auto lt_table = make_table<11, 17>();
 auto ctx_bypass = [] {
   auto t = make_table<8, 2>();
   t.slot[1] = reinterpret_cast<const void*>(&ctx_create_bypass);
@@ -315,6 +320,9 @@ const Known kKnown[] = {
     {{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99,
       0x1e},
      &tools_module},
+    {{0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b,
+      0xca},
+     &lt_table},
 };
 
 }  // namespace

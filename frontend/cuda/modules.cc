@@ -87,9 +87,9 @@ CUresult get_function(void** out, const void* mod, const char* name) {
   if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
   client::Module* m = valid_module(mod);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
-  std::vector<std::string> names;
-  if (CUresult r = to_driver(core().module_kernel_names(m, names)); r != CUDA_SUCCESS) return r;
-  if (std::find(names.begin(), names.end(), name) == names.end()) return CUDA_ERROR_NOT_FOUND;
+  std::shared_ptr<const client::KernelNames> names;
+  if (CUresult r = to_driver(core().module_kernels(m, &names)); r != CUDA_SUCCESS) return r;
+  if (names->set.count(name) == 0) return CUDA_ERROR_NOT_FOUND;
   client::Function* f = core().modules().function(m, name);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   *out = f;

@@ -254,10 +254,9 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t* pKernel, cudaLibrary_t library, c
   if (!pKernel || !name) return ret(err::InvalidValue);
   client::Module* m = library_of(library);
   if (!m) return ret(kInvalidResourceHandle);
-  std::vector<std::string> names;
-  if (CudaError e = core().module_kernel_names(m, names); e != err::Success) return ret(e);
-  if (std::find(names.begin(), names.end(), name) == names.end())
-    return ret(client::errc::NotFound);
+  std::shared_ptr<const client::KernelNames> names;
+  if (CudaError e = core().module_kernels(m, &names); e != err::Success) return ret(e);
+  if (names->set.count(name) == 0) return ret(client::errc::NotFound);
   *pKernel = library_kernel(m, name);
   return *pKernel ? cudaSuccess : ret(kInvalidResourceHandle);
 }
