@@ -138,32 +138,11 @@ if python3 -c "import cupy" 2>/dev/null; then
   [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
   rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "cupy_demo.py" "rc=$nrc" "rc=$rrc" "-" "$same; $(tail -1 "$out/cupy.rgpu.err" | cut -c1-80)")")
 fi
-echo "== NVIDIA's libraries (cuBLAS, cuBLASLt, cuFFT, cuRAND from the toolkit) on rgpu's driver"
-native limited libs-native 180 "$build/cuda/nvidia_libs" compute >"$out/libs.native.out" 2>"$out/libs.native.err"; nrc=$?
-RGPU_TRANSPORT=tcp CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
-  limited libs-rgpu 180 "$build/cuda/nvidia_libs" compute >"$out/libs.rgpu.out" 2>"$out/libs.rgpu.err"; rrc=$?
-RGPU_TRANSPORT=shm CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$nvrt" \
-  limited libs-nvrt 180 "$build/cuda/nvidia_libs" compute >"$out/libs.nvrt.out" 2>"$out/libs.nvrt.err"; vrc=$?
-same=identical
-diff "$out/libs.native.out" "$out/libs.rgpu.out" >"$out/libs.diff" || same=DIFFERENT
-diff "$out/libs.native.out" "$out/libs.nvrt.out" >>"$out/libs.diff" || same=DIFFERENT
-[ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ $vrc -eq 0 ] && [ "$same" = identical ] || failures=$((failures + 1))
-[ "$same" = identical ] || head -20 "$out/libs.diff"
-rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "nvidia_libs compute" "$(verdict $nrc "$out/libs.native.out")" \
-  "$(verdict $rrc "$out/libs.rgpu.out")" "$(verdict $vrc "$out/libs.nvrt.out")" "$same (tcp rgpu runtime; shm NVIDIA runtime)")")
-# PyTorch, unmodified: examples/torch_probe.py checks one feature per line, natively and through rgpu.
-if python3 -c "import torch" 2>/dev/null; then
-  limited torch-native 300 python3 examples/torch_probe.py >"$out/torch.native.out" 2>"$out/torch.native.err"; nrc=$?
-  # (no CUDA_VISIBLE_DEVICES=-1 here: PyTorch reads it itself and would see no device)
-  for t in tcp shm; do
-    RGPU_TRANSPORT=$t RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$root/$build/lib" \
-      limited torch-$t 300 python3 examples/torch_probe.py >"$out/torch.$t.out" 2>"$out/torch.$t.err"; rc=$?
-    diff "$out/torch.native.out" "$out/torch.$t.out" >"$out/torch.$t.diff"
-    nok=$(grep -c '^ok' "$out/torch.native.out"); rok=$(grep -c '^ok' "$out/torch.$t.out")
-    [ $nrc -eq 0 ] && [ $rc -eq 0 ] && [ ! -s "$out/torch.$t.diff" ] || failures=$((failures + 1))
-    rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "torch_probe $t" "ok $nok" "ok $rok" "-" "differs: $(grep '^>' "$out/torch.$t.diff" | cut -c3- | cut -d: -f1 | tr '\n' ',' | cut -c1-90)")")
-  done
-  cat "$out/torch.tcp.diff"
+echo "== NVIDIA's libraries and PyTorch (scripts/gpu-torch.sh)"
+if [ "${RGPU_E2E_TORCH:-1}" = 1 ]; then
+  scripts/gpu-torch.sh "$build" >"$out/torch.txt" 2>&1; trc=$?
+  [ $trc -eq 0 ] || failures=$((failures + 1))
+  while IFS= read -r line; do rows+=("$line"); done < <(sed -n '/^check /,/^torch checks failed/p' "$out/torch.txt" | sed '1d;$d')
 fi
 
 echo "== stream_waits (a sync waits for its own stream only)"
