@@ -1,5 +1,7 @@
 #include "cli/bench.h"
 
+#include "cli/bench_app.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,7 +288,9 @@ void usage() {
           "  and over the raw link (TCP on loopback, when the server is on this machine).\n"
           "  --tls HOST:PORT: also through rgpu over TLS to the rgpud there (one started with\n"
           "  --tls-cert; RGPU_TLS_CA, RGPU_TLS_CERT/KEY and RGPU_TOKEN as for any client), with\n"
-          "  the TLS cost against plain TCP in the same run.\n");
+          "  the TLS cost against plain TCP in the same run.\n"
+          "  When python3 can import torch, also the median step time of a small CNN's training\n"
+          "  (examples/torch_train.py, batch 64) natively and through rgpu; --no-app skips it.\n");
 }
 
 }  // namespace
@@ -294,9 +298,12 @@ void usage() {
 int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) {
   uint64_t max_bytes = 1ull << 30;
   std::string json, plot, tls_server;
+  bool app = true;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") && i + 1 < argc) {
+    if (a == "--no-app") {
+      app = false;
+    } else if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") && i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--tls") {
         if (!parse_host_port(v)) {
@@ -383,6 +390,24 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
         "link: skipped, the server is not on this machine (the raw link is measured on loopback)");
   }
 
+  // The application row: the small CNN's step time (PyTorch reads CUDA_VISIBLE_DEVICES itself,
+  // so the rgpu runs leave it alone; rgpu's libraries come first on the library path).
+  const std::string script = app ? find_train_script(exe_dir) : "";
+  if (app && script.empty()) notes.push_back("CNN step: skipped, examples/torch_train.py not found");
+  if (!script.empty() && system("python3 -c 'import torch' >/dev/null 2>&1") == 0) {
+    const int steps = 60;
+    fprintf(stderr, "rgpu bench: a small CNN's training steps (PyTorch)...\n");
+    if (access("/dev/nvidiactl", F_OK) == 0)
+      if (auto ms = cnn_step_ms(script, {}, steps))
+        all.push_back({"cnn_step", 0, "native", *ms, "ms", ""});
+    for (const std::string& t : transports)
+      if (auto ms = cnn_step_ms(script, {{"LD_LIBRARY_PATH", lib_dir}, {"RGPU_TRANSPORT", t}},
+                                steps))
+        all.push_back({"cnn_step", 0, "rgpu", *ms, "ms", t});
+  } else if (!script.empty()) {
+    notes.push_back("CNN step: skipped, python3 cannot import torch");
+  }
+
   // The table.
   printf("\nrgpu bench — %s%s%s\n", device_rgpu.empty() ? "?" : device_rgpu.c_str(),
          device_native.empty() ? "" : "; native: ", device_native.c_str());
@@ -407,6 +432,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
              cell(find(all, "sync_call", 0, "link")).c_str());
   row("launch rate", "launch_rate", 0, "");
   for (uint64_t b : kAllocSizes) row("malloc+free/s", "alloc_rate", b, "");
+  if (find(all, "cnn_step", 0, "rgpu", "tcp")) row("CNN step (time)", "cnn_step", 0, "");
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
   for (auto& n : notes) printf("note: %s\n", n.c_str());
@@ -464,6 +490,15 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     if (ml)
       printf("  launch rate: shm %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", ml->value,
              ln->value, ml->value / ln->value, ml->value >= 0.5 * ln->value ? "met" : "MISSED");
+  }
+  const Result* cn = find(all, "cnn_step", 0, "native");
+  for (const char* t : {"tcp", "shm"}) {
+    const Result* cg = find(all, "cnn_step", 0, "rgpu", t);
+    const double want = strcmp(t, "tcp") == 0 ? 1.5 : 1.1;
+    if (cn && cg)
+      printf("  CNN step (%s): rgpu %.2f ms vs native %.2f ms = %.2f (target <= %.2f): %s\n", t,
+             cg->value, cn->value, cg->value / cn->value, want,
+             cg->value <= want * cn->value ? "met" : "MISSED");
   }
   if (!json.empty() && !write_json(json, all)) {
     fprintf(stderr, "rgpu bench: cannot write %s\n", json.c_str());
