@@ -149,3 +149,17 @@ RGPU_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     cudaDriverEntryPointQueryResult* driverStatus) {
   return entry_point(symbol, funcPtr, static_cast<int>(cudaVersion), flags, driverStatus, true);
 }
+
+// The driver's private tables (libcuda.so.1's cuGetExportTable, rgpu's own answering): a library
+// linked against this runtime reaches them as it would through NVIDIA's.
+RGPU_EXPORT cudaError_t cudaGetExportTable(const void** ppExportTable,
+                                           const cudaUUID_t* pExportTableId) {
+  if (ppExportTable == nullptr || pExportTableId == nullptr) return ret(rgpu::err::InvalidValue);
+  void* fn = nullptr;
+  if (cudaError_t e = entry_point("cuGetExportTable", &fn, CUDART_VERSION, 0, nullptr, false);
+      e != cudaSuccess)
+    return e;
+  if (fn == nullptr) return ret(rgpu::err::InsufficientDriver);
+  using Get = int (*)(const void**, const cudaUUID_t*);
+  return ret(static_cast<rgpu::CudaError>(reinterpret_cast<Get>(fn)(ppExportTable, pExportTableId)));
+}

@@ -114,11 +114,29 @@ void devices() {
   }
 }
 
+// The driver's private tables through the runtime: the one NVIDIA's runtime itself uses is there,
+// a table nobody defines is not.
+void export_tables() {
+  const cudaUUID_t cudart_interface = {{0x6b, (char)0xd5, (char)0xfb, 0x6c, 0x5b, (char)0xf4,
+                                        (char)0xe7, 0x4a, (char)0x89, (char)0x87, (char)0xd9, 0x39,
+                                        0x12, (char)0xfd, (char)0x9d, (char)0xf9}};
+  const void* table = nullptr;
+  EXPECT_OK(cudaGetExportTable(&table, &cudart_interface));
+  EXPECT_TRUE(table != nullptr && *static_cast<const size_t*>(table) >= 3 * sizeof(void*),
+              "CUDART_INTERFACE starts with its size");
+  const cudaUUID_t nobody = {};
+  table = nullptr;
+  EXPECT_TRUE(cudaGetExportTable(&table, &nobody) != cudaSuccess && table == nullptr,
+              "an unknown table is refused");
+  cudaGetLastError();
+}
+
 }  // namespace
 
 int main() {
   REQUIRE_OK(cudaSetDevice(0));
   logs();
   devices();
+  export_tables();
   return finish("misc");
 }
