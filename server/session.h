@@ -117,6 +117,8 @@ class Session {
   // The backend handle of a client's stream id on GPU `dev` (0: legacy default stream).
   Status stream_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
   Status event_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
+  // drvlibs: [address, address + size) is device memory or mapped page-locked memory of GPU `dev`.
+  bool memop_address_ok(uint32_t dev, uint64_t address, uint64_t size) const;
 
   // Bulk (server/bulk.cc).  Rows are packed `width` bytes each in the payload / reply.
   Status write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height,
