@@ -108,10 +108,17 @@ CUresult block_size(int* min_grid, int* block, CUfunction func, CUoccupancyB2DSi
 
 // ---- stream memory operations ----------------------------------------------------------------
 
-CUresult mem_ops(CUstream st, bool pt, const std::vector<MemOp>& ops) {
+// `v1`: an entry point of the first API, which a device supports only where it says so
+// (CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1; current GPUs answer 0).
+CUresult mem_ops(CUstream st, bool pt, const std::vector<MemOp>& ops, bool v1) {
   RGPU_INIT();
   client::Stream s;
   if (client::Error e = cuda_fe::stream_of(st, pt, &s); e != err::Success) return to_driver(e);
+  if (v1) {
+    const client::DeviceInfo* info = nullptr;
+    if (CUresult r = to_driver(core().device_info(s.device, &info)); r != CUDA_SUCCESS) return r;
+    if (!info->attr(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1)) return CUDA_ERROR_NOT_SUPPORTED;
+  }
   return to_driver(core().stream_mem_ops(s, ops));
 }
 
@@ -121,14 +128,14 @@ bool wait_flags_ok(unsigned flags) {
 }
 
 CUresult wait_value(CUstream st, CUdeviceptr addr, uint64_t value, unsigned flags, bool wide,
-                    bool pt) {
+                    bool pt, bool v1) {
   if (!addr || addr % (wide ? 8 : 4) || !wait_flags_ok(flags)) return CUDA_ERROR_INVALID_VALUE;
   MemOp o;
   o.op = wide ? CU_STREAM_MEM_OP_WAIT_VALUE_64 : CU_STREAM_MEM_OP_WAIT_VALUE_32;
   o.flags = flags;
   o.address = addr;
   o.value = value;
-  return mem_ops(st, pt, {o});
+  return mem_ops(st, pt, {o}, v1);
 }
 
 // `v1`: the first API, which also took CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER (it only allows
@@ -142,7 +149,7 @@ CUresult write_value(CUstream st, CUdeviceptr addr, uint64_t value, unsigned fla
   o.op = wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
   o.address = addr;
   o.value = value;
-  return mem_ops(st, pt, {o});
+  return mem_ops(st, pt, {o}, v1);
 }
 
 CUresult batch(CUstream st, unsigned count, CUstreamBatchMemOpParams* p, unsigned flags, bool pt,
@@ -189,7 +196,7 @@ CUresult batch(CUstream st, unsigned count, CUstreamBatchMemOpParams* p, unsigne
         return CUDA_ERROR_INVALID_VALUE;
     }
   }
-  return mem_ops(st, pt, ops);
+  return mem_ops(st, pt, ops, v1);
 }
 
 }  // namespace
@@ -303,11 +310,11 @@ RGPU_CU CUresult cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSi
 #define RGPU_MEMOPS(SUFFIX, PT, V1)                                                              \
   RGPU_CU CUresult cuStreamWaitValue32##SUFFIX(CUstream st, CUdeviceptr addr, cuuint32_t value,  \
                                                unsigned int flags) {                             \
-    return wait_value(st, addr, value, flags, false, PT);                                        \
+    return wait_value(st, addr, value, flags, false, PT, V1);                                    \
   }                                                                                              \
   RGPU_CU CUresult cuStreamWaitValue64##SUFFIX(CUstream st, CUdeviceptr addr, cuuint64_t value,  \
                                                unsigned int flags) {                             \
-    return wait_value(st, addr, value, flags, true, PT);                                         \
+    return wait_value(st, addr, value, flags, true, PT, V1);                                     \
   }                                                                                              \
   RGPU_CU CUresult cuStreamWriteValue32##SUFFIX(CUstream st, CUdeviceptr addr, cuuint32_t value, \
                                                 unsigned int flags) {                            \

@@ -314,6 +314,23 @@ static void mem_ops(CUdeviceptr d) {
   EXPECT_TRUE(read32(out) == 0xabcd && read64(out + 8) == 0x123456789abcull,
               "cuStreamBatchMemOp: both writes done");
 
+  // The first API exists where the device says so (current GPUs: not).
+  int v1 = 0;
+  cuDeviceGetAttribute(&v1, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  EXPECT_OK(
+      cuGetProcAddress("cuStreamWriteValue32", &fn, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &found));
+  if (fn) {
+    auto write_v1 = reinterpret_cast<CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned)>(fn);
+    const CUresult r = write_v1(a, out, 5, 0);
+    cuStreamSynchronize(a);
+    EXPECT_TRUE(v1 ? r == CUDA_SUCCESS && read32(out) == 5 : r == CUDA_ERROR_NOT_SUPPORTED,
+                "the first API's cuStreamWriteValue32 follows CAN_USE_STREAM_MEM_OPS_V1");
+  } else {
+    EXPECT_TRUE(false, "cuGetProcAddress finds the first cuStreamWriteValue32");
+  }
+
   // Errors cuda.h documents.
   unsigned host_word = 0;
   EXPECT_ERR(cuStreamWaitValue32(a, w, 1, 7), CUDA_ERROR_INVALID_VALUE);
@@ -357,6 +374,8 @@ static void mem_ops(CUdeviceptr d) {
 
 // ---- small calls ------------------------------------------------------------------------------
 
+// The legacy device queries are deprecated in cuda.h; they are what this part checks.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #undef cuDeviceTotalMem
 extern "C" CUresult CUDAAPI cuDeviceTotalMem(unsigned int* bytes, CUdevice dev);
 
