@@ -338,6 +338,18 @@ class Executor {
   // The session ends: stream waits that can never be satisfied now give up, so its teardown does
   // not wait for them for ever (where the backend can; a GPU's cannot).
   virtual void cancel_stream_waits() {}
+  // cuLink* (a link state per handle; inputs by CUjitInputType; the linked image is copied out).
+  virtual Status link_create(int /*dev*/, uint64_t& /*link*/) {
+    return Status::fail(err::NotSupported, "this backend cannot link device code");
+  }
+  virtual Status link_add(int /*dev*/, uint64_t /*link*/, uint32_t /*type*/,
+                          const std::string& /*name*/, const uint8_t* /*data*/, size_t /*size*/) {
+    return Status::fail(err::NotSupported, "this backend cannot link device code");
+  }
+  virtual Status link_complete(int /*dev*/, uint64_t /*link*/, std::vector<uint8_t>& /*image*/) {
+    return Status::fail(err::NotSupported, "this backend cannot link device code");
+  }
+  virtual Status link_destroy(int /*dev*/, uint64_t /*link*/) { return Status::success(); }
 };
 
 // ---- drvlibs (backend/occupancy_search.cc)

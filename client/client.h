@@ -505,6 +505,20 @@ class Client {
     uint64_t address = 0, value = 0;
   };
   CudaError stream_mem_ops(const Stream& s, const std::vector<MemOp>& ops);
+  // cuLink* (client/drvlibs_link.cc): the state lives on the current device's server; the linked
+  // image is fetched once and kept here until link_destroy.
+  struct LinkState {
+    int device = 0;
+    uint64_t id = 0;
+    std::vector<uint8_t> image;
+  };
+  CudaError link_create(LinkState** out);
+  // Null when `h` is no live link state of this process.
+  LinkState* link_of(const void* h);
+  CudaError link_add(LinkState* l, uint32_t type, const void* data, size_t size,
+                     const std::string& name);
+  CudaError link_complete(LinkState* l, const void** image, size_t* size);
+  CudaError link_destroy(LinkState* l);
 
  private:
   // ---- process state that code linked into both libraries reaches through the one Client
@@ -517,6 +531,8 @@ class Client {
   std::set<std::string> logged_once_;
   std::mutex tls_mu_;
   transport::TlsContext* tls_ = nullptr;  // never freed, as the Client
+  std::mutex link_states_mu_;             // drvlibs: live cuLink* states
+  std::set<LinkState*> link_states_;
   std::mutex arrays_mu_;
   std::map<uint64_t, ArrayRecord> arrays_;  // live arrays (and named levels) by id
   std::atomic<uint64_t> next_array_{1};

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "proto/wire.h"
@@ -98,5 +99,45 @@ struct StreamMemOpReq {
   RGPU_FIELDS(device, stream, ops)
 };
 using StreamMemOpRep = Empty;
+
+// cuLink*: a link state of GPU `device`, named by an id the client chose (LinkCreate), kept in the
+// session; each input travels as the payload of LinkAddData (its driver adds it at once, so a bad
+// input fails there); LinkComplete links and keeps the image, which LinkRead returns in pieces of
+// at most kLinkReadBytes; LinkDestroy ends the state.
+constexpr uint64_t kLinkReadBytes = 60000;
+struct LinkReq {
+  uint32_t device = 0;
+  uint64_t link = 0;
+  RGPU_FIELDS(device, link)
+};
+using LinkCreateReq = LinkReq;
+using LinkCreateRep = Empty;
+using LinkDestroyReq = LinkReq;
+using LinkDestroyRep = Empty;
+struct LinkAddDataReq {
+  uint32_t device = 0;
+  uint64_t link = 0;
+  uint32_t type = 0;  // CUjitInputType
+  std::string name;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, link, type, name, size)
+  uint64_t payload_bytes() const { return size; }
+};
+using LinkAddDataRep = Empty;
+using LinkCompleteReq = LinkReq;
+struct LinkCompleteRep {
+  uint64_t size = 0;
+  RGPU_FIELDS(size)
+};
+struct LinkReadReq {
+  uint32_t device = 0;
+  uint64_t link = 0;
+  uint64_t offset = 0;
+  RGPU_FIELDS(device, link, offset)
+};
+struct LinkReadRep {
+  std::vector<uint8_t> bytes;
+  RGPU_FIELDS(bytes)
+};
 
 }  // namespace rgpu::proto

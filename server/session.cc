@@ -56,6 +56,7 @@ Session::~Session() {
   cancel_callbacks();
   exec_.cancel_stream_waits();  // drvlibs: a stream waiting on a value nobody writes now
   waiter_.stop();               // waits end: the gates are open, the GPU finishes
+  destroy_links();
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
   free_private();
   host_work_.stop();

@@ -237,6 +237,14 @@ class Session {
     uint64_t size;
   };
   std::map<uint64_t, SharedSegment> shared_;  // the client's page-locked segments, by its id
+  struct LinkState {                          // drvlibs: cuLink* (server/drvlibs_link.cc)
+    uint32_t device;
+    uint64_t handle;
+    uint64_t added = 0;          // input bytes so far
+    std::vector<uint8_t> image;  // once completed
+  };
+  std::map<uint64_t, LinkState> links_;  // by the client's id
+  void destroy_links();
   struct Module {
     uint64_t handle = 0;
     fatbin::ModuleInfo info;

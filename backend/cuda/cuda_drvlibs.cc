@@ -42,6 +42,11 @@ using BlockSizeFn = CUresult (*)(int*, int*, CUfunction, CUoccupancyB2DSize, siz
 using Wait32Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
 using Wait64Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
 using BatchFn = CUresult (*)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned);
+using LinkCreateFn = CUresult (*)(unsigned, CUjit_option*, void**, CUlinkState*);
+using LinkAddFn = CUresult (*)(CUlinkState, CUjitInputType, void*, size_t, const char*, unsigned,
+                               CUjit_option*, void**);
+using LinkCompleteFn = CUresult (*)(CUlinkState, void**, size_t*);
+using LinkDestroyFn = CUresult (*)(CUlinkState);
 
 // Arrays the driver reads: null where the program gave none (empty), as it would.
 template <class T>
@@ -188,6 +193,48 @@ Status cuda_stream_mem_ops(const CudaDriver& drv, CUstream stream,
     }
   }
   return result(drv, fn(stream, static_cast<unsigned>(p.size()), p.data(), 0), name);
+}
+
+Status cuda_link_create(const CudaDriver& drv, uint64_t& link) {
+  const char* name = "cuLinkCreate_v2";
+  auto fn = driver_fn<LinkCreateFn>(drv, name);
+  if (!fn) return missing(name);
+  CUlinkState st = nullptr;
+  if (Status s = result(drv, fn(0, nullptr, nullptr, &st), name); !s.ok()) return s;
+  link = reinterpret_cast<uint64_t>(st);
+  return Status::success();
+}
+
+Status cuda_link_add(const CudaDriver& drv, uint64_t link, uint32_t type, const std::string& name,
+                     const uint8_t* data, size_t size) {
+  const char* fname = "cuLinkAddData_v2";
+  auto fn = driver_fn<LinkAddFn>(drv, fname);
+  if (!fn) return missing(fname);
+  return result(drv,
+                fn(reinterpret_cast<CUlinkState>(link), static_cast<CUjitInputType>(type),
+                   const_cast<uint8_t*>(data), size, name.c_str(), 0, nullptr, nullptr),
+                fname);
+}
+
+Status cuda_link_complete(const CudaDriver& drv, uint64_t link, std::vector<uint8_t>& image) {
+  const char* name = "cuLinkComplete";
+  auto fn = driver_fn<LinkCompleteFn>(drv, name);
+  if (!fn) return missing(name);
+  void* out = nullptr;
+  size_t size = 0;
+  if (Status s = result(drv, fn(reinterpret_cast<CUlinkState>(link), &out, &size), name); !s.ok())
+    return s;
+  // The image belongs to the link state (valid until cuLinkDestroy): copied out.
+  const auto* p = static_cast<const uint8_t*>(out);
+  image.assign(p, p + size);
+  return Status::success();
+}
+
+Status cuda_link_destroy(const CudaDriver& drv, uint64_t link) {
+  const char* name = "cuLinkDestroy";
+  auto fn = driver_fn<LinkDestroyFn>(drv, name);
+  if (!fn) return missing(name);
+  return result(drv, fn(reinterpret_cast<CUlinkState>(link)), name);
 }
 
 }  // namespace rgpu::backend

@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
@@ -23,5 +24,13 @@ Status cuda_occupancy_block_size(const CudaDriver& drv, CUfunction f, uint64_t d
                                  int32_t& block_size);
 Status cuda_stream_mem_ops(const CudaDriver& drv, CUstream stream,
                            const std::vector<Executor::MemOp>& ops);
+
+// cuLink*: a CUlinkState per handle (no JIT options: they are accepted and not applied on the
+// client, as for modules).
+Status cuda_link_create(const CudaDriver& drv, uint64_t& link);
+Status cuda_link_add(const CudaDriver& drv, uint64_t link, uint32_t type, const std::string& name,
+                     const uint8_t* data, size_t size);
+Status cuda_link_complete(const CudaDriver& drv, uint64_t link, std::vector<uint8_t>& image);
+Status cuda_link_destroy(const CudaDriver& drv, uint64_t link);
 
 }  // namespace rgpu::backend

@@ -516,6 +516,23 @@ class CudaExecutor final : public Executor {
     if (Status s = use(dev); !s.ok()) return s;
     return cuda_stream_mem_ops(drv_, cu(stream), ops);
   }
+  Status link_create(int dev, uint64_t& link) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_create(drv_, link);
+  }
+  Status link_add(int dev, uint64_t link, uint32_t type, const std::string& name,
+                  const uint8_t* data, size_t size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_add(drv_, link, type, name, data, size);
+  }
+  Status link_complete(int dev, uint64_t link, std::vector<uint8_t>& image) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_complete(drv_, link, image);
+  }
+  Status link_destroy(int dev, uint64_t link) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_destroy(drv_, link);
+  }
 
   // ---- launch (backend/cuda/cuda_launch.cc) ----
   Status launch_ex(int dev, uint64_t kernel, const LaunchDims& d, const uint8_t* args, size_t,

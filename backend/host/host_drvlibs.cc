@@ -161,4 +161,40 @@ std::function<void()> HostMemOps::task(std::vector<Executor::MemOp> ops) const {
   };
 }
 
+Status HostLinks::create(uint64_t& link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  link = next_++;
+  links_[link];
+  return Status::success();
+}
+
+Status HostLinks::add(uint64_t link, uint32_t type, const std::string& name, const uint8_t* data,
+                      size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = links_.find(link);
+  if (it == links_.end()) return Status::fail(400, "no such link state");
+  it->second.push_back({type, name, std::vector<uint8_t>(data, data + size)});
+  return Status::success();
+}
+
+Status HostLinks::complete(uint64_t link, std::vector<uint8_t>& image) {
+  constexpr uint32_t kCubin = 0, kPtx = 1, kFatbin = 2;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = links_.find(link);
+  if (it == links_.end()) return Status::fail(400, "no such link state");
+  const auto& in = it->second;
+  if (in.size() != 1 || (in[0].type != kCubin && in[0].type != kPtx && in[0].type != kFatbin))
+    return Status::fail(err::NotSupported,
+                        "the host backend (a test double) links exactly one cubin, PTX text or "
+                        "fat binary; this link has " +
+                            std::to_string(in.size()) + " input(s)");
+  image = in[0].data;
+  return Status::success();
+}
+
+Status HostLinks::destroy(uint64_t link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return links_.erase(link) ? Status::success() : Status::fail(400, "no such link state");
+}
+
 }  // namespace rgpu::backend

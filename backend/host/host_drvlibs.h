@@ -7,7 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/executor.h"
@@ -42,6 +45,28 @@ class HostMemOps {
 
  private:
   std::shared_ptr<std::atomic<bool>> stop_;
+};
+
+// cuLink* for the test double: it cannot link device code, so a link of exactly one cubin, PTX
+// text or fat binary gives that image back (a module loads from it as from the linker's cubin);
+// anything else is refused at cuLinkComplete, naming why.  Safe for concurrent calls.
+class HostLinks {
+ public:
+  Status create(uint64_t& link);
+  Status add(uint64_t link, uint32_t type, const std::string& name, const uint8_t* data,
+             size_t size);
+  Status complete(uint64_t link, std::vector<uint8_t>& image);
+  Status destroy(uint64_t link);
+
+ private:
+  struct Input {
+    uint32_t type;
+    std::string name;
+    std::vector<uint8_t> data;
+  };
+  std::mutex mu_;
+  std::map<uint64_t, std::vector<Input>> links_;
+  uint64_t next_ = 1;
 };
 
 // True when a wait's condition (CUstreamWaitValue_flags, FLUSH bit aside) holds for `current`.

@@ -539,6 +539,15 @@ class HostExecutor final : public Executor {
     return submit(dev, stream, mem_ops_.task(ops));
   }
   void cancel_stream_waits() override { mem_ops_.cancel(); }
+  Status link_create(int, uint64_t& link) override { return links_.create(link); }
+  Status link_add(int, uint64_t link, uint32_t type, const std::string& name, const uint8_t* data,
+                  size_t size) override {
+    return links_.add(link, type, name, data, size);
+  }
+  Status link_complete(int, uint64_t link, std::vector<uint8_t>& image) override {
+    return links_.complete(link, image);
+  }
+  Status link_destroy(int, uint64_t link) override { return links_.destroy(link); }
 
   Status host_register(void*, size_t) override { return Status::success(); }
   Status host_unregister(void*) override { return Status::success(); }
@@ -683,6 +692,7 @@ class HostExecutor final : public Executor {
   HostArrays arrays_;   // CUDA arrays, texture and surface objects (host_arrays.h)
   HostMisc misc_;       // peer access, atomics, shared events (host_misc.h)
   HostMemOps mem_ops_;  // stream memory operations (host_drvlibs.h)
+  HostLinks links_;     // cuLink* (host_drvlibs.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)

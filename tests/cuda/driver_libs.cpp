@@ -7,6 +7,7 @@
 // loading, the legacy device queries).  Built like driver_api.cpp; the same lines natively and
 // through rgpu.
 #include <cuda.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "launch_lib_cubin.h"
+#include "launch_lib_ptx.h"
 
 static int g_failures = 0;
 
@@ -372,6 +374,58 @@ static void mem_ops(CUdeviceptr d) {
   cuStreamDestroy(b);
 }
 
+// ---- linking -----------------------------------------------------------------------------------
+
+// lib_add(x, 3, n) from a module loaded from a linked image; true when x[i] went from i to i + 3.
+static bool run_linked(const void* image, CUdeviceptr d) {
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  if (cuModuleLoadData(&m, image) != CUDA_SUCCESS) return false;
+  bool ok = cuModuleGetFunction(&f, m, "lib_add") == CUDA_SUCCESS;
+  const int n = 256;
+  std::vector<int> h(n);
+  for (int i = 0; i < n; ++i) h[i] = i;
+  cuMemcpyHtoD(d, h.data(), n * sizeof(int));
+  int v = 3, count = n;
+  void* args[] = {&d, &v, &count};
+  ok = ok && cuLaunchKernel(f, 1, 1, 1, n, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS;
+  cuMemcpyDtoH(h.data(), d, n * sizeof(int));
+  for (int i = 0; i < n; ++i) ok = ok && h[i] == i + 3;
+  cuModuleUnload(m);
+  return ok;
+}
+
+static void linking(CUdeviceptr d) {
+  CUlinkState st = nullptr;
+  void* image = nullptr;
+  size_t size = 0;
+  EXPECT_OK(cuLinkCreate(0, nullptr, nullptr, &st));
+  EXPECT_OK(cuLinkAddData(st, CU_JIT_INPUT_PTX, const_cast<unsigned char*>(lib_ptx), sizeof lib_ptx,
+                          "launch_lib.ptx", 0, nullptr, nullptr));
+  EXPECT_ERR(cuLinkAddData(st, CU_JIT_INPUT_PTX, nullptr, 10, "none", 0, nullptr, nullptr),
+             CUDA_ERROR_INVALID_VALUE);
+  EXPECT_OK(cuLinkComplete(st, &image, &size));
+  EXPECT_TRUE(image && size > 0 && run_linked(image, d),
+              "cuLinkComplete's image loads as a module and its kernel runs");
+  EXPECT_OK(cuLinkDestroy(st));
+
+  char path[] = "/tmp/rgpu-driver-libs-XXXXXX";
+  const int fd = mkstemp(path);
+  const bool written =
+      fd >= 0 && write(fd, lib_ptx, sizeof lib_ptx - 1) == static_cast<ssize_t>(sizeof lib_ptx - 1);
+  if (fd >= 0) close(fd);
+  EXPECT_TRUE(written, "a PTX file to link");
+  EXPECT_OK(cuLinkCreate(0, nullptr, nullptr, &st));
+  EXPECT_OK(cuLinkAddFile(st, CU_JIT_INPUT_PTX, path, 0, nullptr, nullptr));
+  EXPECT_ERR(cuLinkAddFile(st, CU_JIT_INPUT_PTX, "/nonexistent/rgpu.ptx", 0, nullptr, nullptr),
+             CUDA_ERROR_FILE_NOT_FOUND);
+  image = nullptr;
+  EXPECT_OK(cuLinkComplete(st, &image, &size));
+  EXPECT_TRUE(image && run_linked(image, d), "a linked file runs too");
+  EXPECT_OK(cuLinkDestroy(st));
+  unlink(path);
+}
+
 // ---- small calls ------------------------------------------------------------------------------
 
 // The legacy device queries are deprecated in cuda.h; they are what this part checks.
@@ -459,6 +513,7 @@ int main(int argc, char** argv) {
   occupancy(f);
   mem_ops(d);
   small_calls(ctx, f, d);
+  linking(d);
 
   cuMemFree(d);
   cuModuleUnload(m);
