@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "backend/host/host_drvlibs.h"
+#include "backend/host/host_executor.h"
+#include "backend/host/host_ledger.h"
 
 using namespace rgpu::backend;
 
@@ -102,6 +104,43 @@ TEST(HostOccupancy, CountsDynamicSharedMemory) {
   ASSERT_TRUE(host_occupancy(64, 49153, blocks).ok());
   EXPECT_EQ(blocks, 0);  // beyond the function's 48 KiB
   EXPECT_FALSE(host_occupancy(0, 0, blocks).ok());
+}
+
+// The potential block size search over the host backend's occupancy (132 SMs, 2048 threads and
+// 32 blocks per SM, 228 KiB of shared memory per SM, 48 KiB per block).
+TEST(OccupancySearch, DocumentedChoiceAndMissingSize) {
+  HostLedger* ledger = HostLedger::create(64 << 20);
+  ASSERT_NE(ledger, nullptr);
+  auto exec = make_host_executor({ledger});
+  int32_t grid = 0, block = 0, need = 0;
+  auto none = [](int32_t, uint64_t& s) {
+    s = 0;
+    return true;
+  };
+  ASSERT_TRUE(occupancy_search(*exec, 0, 0, 0, 0, none, grid, block, need).ok());
+  EXPECT_EQ(block, 1024);  // 2 blocks fill the SM: the largest block wins
+  EXPECT_EQ(grid, 2 * 132);
+  EXPECT_EQ(need, 0);
+  auto per_thread = [](int32_t bs, uint64_t& s) {
+    s = uint64_t(bs) * 64;
+    return true;
+  };
+  ASSERT_TRUE(occupancy_search(*exec, 0, 0, 0, 0, per_thread, grid, block, need).ok());
+  EXPECT_EQ(block, 512);  // 4 blocks of 32 KiB fill the SM; 672 (3 blocks) had 2016 threads
+  EXPECT_EQ(grid, 4 * 132);
+  // A limit that is no multiple of the warp: 100 (20 blocks), 96 (21), then 64 fills the SM.
+  ASSERT_TRUE(occupancy_search(*exec, 0, 0, 100, 0, none, grid, block, need).ok());
+  EXPECT_EQ(block, 64);
+  EXPECT_EQ(grid, 32 * 132);
+  // A size the caller's table lacks is named, nothing else answered.
+  auto warps_only = [](int32_t bs, uint64_t& s) {
+    s = 0;
+    return bs % 32 == 0;
+  };
+  block = grid = -1;
+  ASSERT_TRUE(occupancy_search(*exec, 0, 0, 100, 0, warps_only, grid, block, need).ok());
+  EXPECT_EQ(need, 100);
+  EXPECT_EQ(block, -1);
 }
 
 }  // namespace
