@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -299,6 +300,67 @@ class Executor {
   virtual Status ipc_event_import(int /*dev*/, int /*fd*/, uint32_t /*kind*/, uint64_t& /*event*/) {
     return Status::fail(err::NotSupported, "this backend cannot open another session's event");
   }
+  // ---- drvlibs
+  // Tensor maps (cuTensorMapEncode*, cuTensorMapReplaceAddress): the driver encodes the 128-byte
+  // descriptor of the request (proto::TensorMapEncodeReq: arguments as the program gave them).
+  struct TensorMapArgs {
+    uint32_t kind = 0;  // 0 tiled, 1 im2col, 2 im2col wide
+    uint32_t data_type = 0, rank = 0;
+    uint64_t address = 0;
+    std::vector<uint64_t> dims, strides;
+    std::vector<uint32_t> box, elem_strides;
+    std::vector<int32_t> lower, upper;
+    uint32_t channels = 0, pixels = 0, interleave = 0, swizzle = 0, l2_promotion = 0, oob_fill = 0,
+             mode = 0;
+  };
+  virtual Status tensor_map_encode(int /*dev*/, const TensorMapArgs&, uint8_t (&/*map*/)[128]) {
+    return Status::fail(err::NotSupported, "this backend cannot encode tensor maps");
+  }
+  virtual Status tensor_map_replace_address(int /*dev*/, uint8_t (&/*map*/)[128],
+                                            uint64_t /*address*/) {
+    return Status::fail(err::NotSupported, "this backend cannot encode tensor maps");
+  }
+  // cuOccupancyMaxPotentialBlockSizeWithFlags with one dynamic shared memory size for every block
+  // size (no callback).
+  // By default the search over occupancy() (occupancy_search below).
+  virtual Status occupancy_block_size(int dev, uint64_t kernel, uint64_t dynamic_smem,
+                                      int32_t limit, uint32_t flags, int32_t& min_grid,
+                                      int32_t& block_size);
+  // Stream memory operations in order on `stream` (op: CUstreamBatchMemOpType's number).  The
+  // session checked every address (4 or 8 bytes of memory the GPU may use).
+  struct MemOp {
+    uint32_t op = 0, flags = 0;
+    uint64_t address = 0, value = 0;
+  };
+  virtual Status stream_mem_ops(int /*dev*/, uint64_t /*stream*/, const std::vector<MemOp>&) {
+    return Status::fail(err::NotSupported, "this backend has no stream memory operations");
+  }
+  // The session ends: stream waits that can never be satisfied now give up, so its teardown does
+  // not wait for them for ever (where the backend can; a GPU's cannot).
+  virtual void cancel_stream_waits() {}
+  // cuLink* (a link state per handle; inputs by CUjitInputType; the linked image is copied out).
+  virtual Status link_create(int /*dev*/, uint64_t& /*link*/) {
+    return Status::fail(err::NotSupported, "this backend cannot link device code");
+  }
+  virtual Status link_add(int /*dev*/, uint64_t /*link*/, uint32_t /*type*/,
+                          const std::string& /*name*/, const uint8_t* /*data*/, size_t /*size*/) {
+    return Status::fail(err::NotSupported, "this backend cannot link device code");
+  }
+  virtual Status link_complete(int /*dev*/, uint64_t /*link*/, std::vector<uint8_t>& /*image*/) {
+    return Status::fail(err::NotSupported, "this backend cannot link device code");
+  }
+  virtual Status link_destroy(int /*dev*/, uint64_t /*link*/) { return Status::success(); }
 };
+
+// ---- drvlibs (backend/occupancy_search.cc)
+// The potential block size search as CUDA documents it (cudaOccupancyMaxPotentialBlockSize): the
+// candidates are the largest block size the device, the function and `limit` (0: none) allow,
+// then every smaller multiple of the warp size; each gets `smem_of(block size)` bytes of dynamic
+// shared memory (false: that size is not known, and `need` names it) and the executor's
+// occupancy(); the most resident threads per SM wins, the larger block on a tie.  `min_grid` is
+// that block count times the SM count.
+Status occupancy_search(Executor& e, int dev, uint64_t kernel, int32_t limit, uint32_t flags,
+                        const std::function<bool(int32_t, uint64_t&)>& smem_of, int32_t& min_grid,
+                        int32_t& block_size, int32_t& need);
 
 }  // namespace rgpu::backend

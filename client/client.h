@@ -481,6 +481,47 @@ class Client {
   CudaError ipc_get_event_handle(Event* event, uint8_t* handle);  // kIpcHandleBytes
   CudaError ipc_open_event_handle(const uint8_t* handle, Event** out);
 
+  // ---- drvlibs (client/drvlibs.cc): driver calls NVIDIA's libraries need
+  // A tensor map's arguments as the program gave them (proto::TensorMapEncodeReq says which
+  // arrays hold what); encoded by the current device's server.
+  struct TensorMapSpec {
+    uint32_t kind = 0, data_type = 0, rank = 0;
+    uint64_t address = 0;
+    std::vector<uint64_t> dims, strides;
+    std::vector<uint32_t> box, elem_strides;
+    std::vector<int32_t> lower, upper;
+    uint32_t channels = 0, pixels = 0, interleave = 0, swizzle = 0, l2_promotion = 0, oob_fill = 0,
+             mode = 0;
+  };
+  CudaError tensor_map_encode(const TensorMapSpec& spec, uint8_t (&map)[128]);
+  CudaError tensor_map_replace_address(uint8_t (&map)[128], uint64_t address);
+  // cuOccupancyMaxPotentialBlockSize: `smem_of` (may be empty) is the program's callback,
+  // evaluated here for every candidate block size; one round trip either way (two when the
+  // function allows fewer threads than the device and not a multiple of the warp size).
+  CudaError occupancy_block_size(const Function* f, const std::function<size_t(int)>& smem_of,
+                                 size_t dynamic_smem, int limit, unsigned flags, int* min_grid,
+                                 int* block_size);
+  // Stream memory operations (op: CUstreamBatchMemOpType's number), in order on `s`.
+  struct MemOp {
+    uint32_t op = 0, flags = 0;
+    uint64_t address = 0, value = 0;
+  };
+  CudaError stream_mem_ops(const Stream& s, const std::vector<MemOp>& ops);
+  // cuLink* (client/drvlibs_link.cc): the state lives on the current device's server; the linked
+  // image is fetched once and kept here until link_destroy.
+  struct LinkState {
+    int device = 0;
+    uint64_t id = 0;
+    std::vector<uint8_t> image;
+  };
+  CudaError link_create(LinkState** out);
+  // Null when `h` is no live link state of this process.
+  LinkState* link_of(const void* h);
+  CudaError link_add(LinkState* l, uint32_t type, const void* data, size_t size,
+                     const std::string& name);
+  CudaError link_complete(LinkState* l, const void** image, size_t* size);
+  CudaError link_destroy(LinkState* l);
+
  private:
   // ---- process state that code linked into both libraries reaches through the one Client
   Logs* logs_ = nullptr;
@@ -492,6 +533,8 @@ class Client {
   std::set<std::string> logged_once_;
   std::mutex tls_mu_;
   transport::TlsContext* tls_ = nullptr;  // never freed, as the Client
+  std::mutex link_states_mu_;             // drvlibs: live cuLink* states
+  std::set<LinkState*> link_states_;
   std::mutex arrays_mu_;
   std::map<uint64_t, ArrayRecord> arrays_;  // live arrays (and named levels) by id
   std::atomic<uint64_t> next_array_{1};

@@ -517,6 +517,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_pools.h"   // NOLINT(build/include_order)
 #include "proto/messages_arrays.h"  // NOLINT(build/include_order)
 #include "proto/messages_misc.h"    // NOLINT(build/include_order)
+#include "proto/messages_drvlibs.h"  // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

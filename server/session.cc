@@ -54,7 +54,9 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
 
 Session::~Session() {
   cancel_callbacks();
-  waiter_.stop();  // waits end: the gates are open, the GPU finishes
+  exec_.cancel_stream_waits();  // drvlibs: a stream waiting on a value nobody writes now
+  waiter_.stop();               // waits end: the gates are open, the GPU finishes
+  destroy_links();
   for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
   free_private();
   host_work_.stop();
@@ -95,6 +97,7 @@ void Session::run() {
   read_loop();
   // The client is gone (or broke the protocol): stop holding streams for it, finish.
   cancel_callbacks();
+  exec_.cancel_stream_waits();
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     reader_done_ = true;

@@ -117,6 +117,8 @@ class Session {
   // The backend handle of a client's stream id on GPU `dev` (0: legacy default stream).
   Status stream_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
   Status event_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
+  // drvlibs: [address, address + size) is device memory or mapped page-locked memory of GPU `dev`.
+  bool memop_address_ok(uint32_t dev, uint64_t address, uint64_t size) const;
 
   // Bulk (server/bulk.cc).  Rows are packed `width` bytes each in the payload / reply.
   Status write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height,
@@ -235,6 +237,14 @@ class Session {
     uint64_t size;
   };
   std::map<uint64_t, SharedSegment> shared_;  // the client's page-locked segments, by its id
+  struct LinkState {                          // drvlibs: cuLink* (server/drvlibs_link.cc)
+    uint32_t device;
+    uint64_t handle;
+    uint64_t added = 0;          // input bytes so far
+    std::vector<uint8_t> image;  // once completed
+  };
+  std::map<uint64_t, LinkState> links_;  // by the client's id
+  void destroy_links();
   struct Module {
     uint64_t handle = 0;
     fatbin::ModuleInfo info;

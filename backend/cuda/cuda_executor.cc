@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_arrays.h"
 #include "backend/cuda/cuda_devmem.h"
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_drvlibs.h"
 #include "backend/cuda/cuda_graphs3.h"
 #include "backend/cuda/cuda_ipc.h"
 #include "backend/cuda/cuda_launch.h"
@@ -492,6 +493,45 @@ class CudaExecutor final : public Executor {
         &n, f, block_size, dynamic_smem, flags));
     blocks = n;
     return s;
+  }
+
+  // ---- drvlibs (cuda_drvlibs.h)
+  Status tensor_map_encode(int dev, const TensorMapArgs& a, uint8_t (&map)[128]) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_tensor_map_encode(drv_, a, map);
+  }
+  Status tensor_map_replace_address(int dev, uint8_t (&map)[128], uint64_t address) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_tensor_map_replace_address(drv_, map, address);
+  }
+  Status occupancy_block_size(int dev, uint64_t kernel, uint64_t smem, int32_t limit,
+                              uint32_t flags, int32_t& min_grid, int32_t& block) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    CUfunction f = nullptr;
+    if (Status s = check(drv_.cuKernelGetFunction(&f, reinterpret_cast<CUkernel>(kernel))); !s.ok())
+      return s;
+    return cuda_occupancy_block_size(drv_, f, smem, limit, flags, min_grid, block);
+  }
+  Status stream_mem_ops(int dev, uint64_t stream, const std::vector<MemOp>& ops) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_stream_mem_ops(drv_, cu(stream), ops);
+  }
+  Status link_create(int dev, uint64_t& link) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_create(drv_, link);
+  }
+  Status link_add(int dev, uint64_t link, uint32_t type, const std::string& name,
+                  const uint8_t* data, size_t size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_add(drv_, link, type, name, data, size);
+  }
+  Status link_complete(int dev, uint64_t link, std::vector<uint8_t>& image) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_complete(drv_, link, image);
+  }
+  Status link_destroy(int dev, uint64_t link) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_link_destroy(drv_, link);
   }
 
   // ---- launch (backend/cuda/cuda_launch.cc) ----

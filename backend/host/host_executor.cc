@@ -20,6 +20,7 @@
 #include "backend/host/host_arrays.h"
 #include "backend/host/host_attributes.h"
 #include "backend/host/host_devmem.h"
+#include "backend/host/host_drvlibs.h"
 #include "backend/host/host_graphs3.h"
 #include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
@@ -53,6 +54,7 @@ class HostExecutor final : public Executor {
       fail_slots_.push_back({&state_, static_cast<int>(i)});
   }
   ~HostExecutor() override {
+    mem_ops_.cancel();
     streams_.clear();  // finishes queued work first
     for (size_t d = 0; d < allocs_.size(); ++d)
       for (auto& [p, size] : allocs_[d]) release(static_cast<int>(d), p, size);
@@ -522,12 +524,30 @@ class HostExecutor final : public Executor {
   }
   Status func_set_attribute(int, uint64_t, int32_t, int32_t) override { return Status::success(); }
   Status func_set_cache_config(int, uint64_t, int32_t) override { return Status::success(); }
-  Status occupancy(int, uint64_t, int32_t block_size, uint64_t, uint32_t,
+  Status occupancy(int, uint64_t, int32_t block_size, uint64_t dynamic_smem, uint32_t,
                    int32_t& blocks) override {
-    if (block_size <= 0) return Status::fail(err::InvalidValue, "block size must be positive");
-    blocks = std::min(32, 2048 / block_size);
-    return Status::success();
+    return host_occupancy(block_size, dynamic_smem, blocks);
   }
+  // ---- drvlibs (host_drvlibs.h)
+  Status tensor_map_encode(int, const TensorMapArgs& a, uint8_t (&map)[128]) override {
+    return host_tensor_map_encode(a, map);
+  }
+  Status tensor_map_replace_address(int, uint8_t (&map)[128], uint64_t address) override {
+    return host_tensor_map_replace_address(map, address);
+  }
+  Status stream_mem_ops(int dev, uint64_t stream, const std::vector<MemOp>& ops) override {
+    return submit(dev, stream, mem_ops_.task(ops));
+  }
+  void cancel_stream_waits() override { mem_ops_.cancel(); }
+  Status link_create(int, uint64_t& link) override { return links_.create(link); }
+  Status link_add(int, uint64_t link, uint32_t type, const std::string& name, const uint8_t* data,
+                  size_t size) override {
+    return links_.add(link, type, name, data, size);
+  }
+  Status link_complete(int, uint64_t link, std::vector<uint8_t>& image) override {
+    return links_.complete(link, image);
+  }
+  Status link_destroy(int, uint64_t link) override { return links_.destroy(link); }
 
   Status host_register(void*, size_t) override { return Status::success(); }
   Status host_unregister(void*) override { return Status::success(); }
@@ -668,9 +688,11 @@ class HostExecutor final : public Executor {
   std::vector<Kernel> kernels_;
   std::vector<std::unique_ptr<HostStreams>> streams_;
   HostDeviceState state_;
-  HostIpc ipc_;        // CUDA IPC (host_ipc.h)
-  HostArrays arrays_;  // CUDA arrays, texture and surface objects (host_arrays.h)
-  HostMisc misc_;  // peer access, atomics, shared events (host_misc.h)
+  HostIpc ipc_;         // CUDA IPC (host_ipc.h)
+  HostArrays arrays_;   // CUDA arrays, texture and surface objects (host_arrays.h)
+  HostMisc misc_;       // peer access, atomics, shared events (host_misc.h)
+  HostMemOps mem_ops_;  // stream memory operations (host_drvlibs.h)
+  HostLinks links_;     // cuLink* (host_drvlibs.h)
   std::vector<FailSlot> fail_slots_;
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)
