@@ -28,7 +28,7 @@ Status Session::on(LinkCreateMsg, const LinkReq& q, Empty&) {
                         "this session already holds " + std::to_string(kMaxLinks) + " link states");
   uint64_t h = 0;
   if (Status s = exec_.link_create(static_cast<int>(q.device), h); !s.ok()) return s;
-  links_[q.link] = LinkState{q.device, h};
+  links_[q.link] = LinkState{q.device, h, 0, {}};
   return Status::success();
 }
 

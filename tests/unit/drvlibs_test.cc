@@ -101,13 +101,13 @@ TEST(HostOccupancy, CountsDynamicSharedMemory) {
   EXPECT_EQ(blocks, 32);
   ASSERT_TRUE(host_occupancy(64, 40000, blocks).ok());
   EXPECT_EQ(blocks, 5);  // 233472 / 40000
-  ASSERT_TRUE(host_occupancy(64, 49153, blocks).ok());
-  EXPECT_EQ(blocks, 0);  // beyond the function's 48 KiB
+  ASSERT_TRUE(host_occupancy(64, 232449, blocks).ok());
+  EXPECT_EQ(blocks, 0);  // beyond the opt-in maximum per block (227 KiB)
   EXPECT_FALSE(host_occupancy(0, 0, blocks).ok());
 }
 
 // The potential block size search over the host backend's occupancy (132 SMs, 2048 threads and
-// 32 blocks per SM, 228 KiB of shared memory per SM, 48 KiB per block).
+// 32 blocks per SM, 228 KiB of shared memory per SM, 227 KiB per block).
 TEST(OccupancySearch, DocumentedChoiceAndMissingSize) {
   HostLedger* ledger = HostLedger::create(64 << 20);
   ASSERT_NE(ledger, nullptr);
@@ -126,8 +126,8 @@ TEST(OccupancySearch, DocumentedChoiceAndMissingSize) {
     return true;
   };
   ASSERT_TRUE(occupancy_search(*exec, 0, 0, 0, 0, per_thread, grid, block, need).ok());
-  EXPECT_EQ(block, 512);  // 4 blocks of 32 KiB fill the SM; 672 (3 blocks) had 2016 threads
-  EXPECT_EQ(grid, 4 * 132);
+  EXPECT_EQ(block, 1024);  // 2 blocks of 64 KiB fill the SM (2048 threads): the largest wins
+  EXPECT_EQ(grid, 2 * 132);
   // A limit that is no multiple of the warp: 100 (20 blocks), 96 (21), then 64 fills the SM.
   ASSERT_TRUE(occupancy_search(*exec, 0, 0, 100, 0, none, grid, block, need).ok());
   EXPECT_EQ(block, 64);
