@@ -54,7 +54,10 @@ Status ping_fn(backend::GpuQuery&, const PingReq&, PingRep&) { return Status::su
 }  // namespace
 
 void serve_query_link(transport::Connection& conn, backend::GpuQuery& query,
-                      const std::vector<uint16_t>& client_known, const std::string& server_info) {
+                      const std::vector<uint16_t>& client_known, const std::string& server_info,
+                      int client_timeout_s) {
+  conn.set_recv_timeout(client_timeout_s);
+  conn.set_send_timeout(client_timeout_s);
   channel::Channel ch(conn);
   ch.set_peer_known(client_known);
   try {

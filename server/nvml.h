@@ -22,8 +22,11 @@ backend::Status answer_nvml_device(backend::GpuQuery& q, const proto::NvmlDevice
 
 // Serves a query link until the client leaves: NvmlSystem, NvmlDevice and Ping; any other
 // request is refused with cudaErrorNotSupported and a message saying the link is for queries.
-// `client_known`: the ids the client's Hello listed.  Never throws; logs why a link ended badly.
+// `client_known`: the ids the client's Hello listed.  As in a Session, the wait for a request has
+// no limit, but a frame that has begun must arrive, and a reply must go out, within
+// `client_timeout_s` (rgpud --client-timeout).  Never throws; logs why a link ended badly.
 void serve_query_link(transport::Connection& conn, backend::GpuQuery& query,
-                      const std::vector<uint16_t>& client_known, const std::string& server_info);
+                      const std::vector<uint16_t>& client_known, const std::string& server_info,
+                      int client_timeout_s);
 
 }  // namespace rgpu::server

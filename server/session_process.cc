@@ -84,7 +84,7 @@ void run_session_process(const SessionProcessConfig& cfg,
                                          cfg.driver_version)
           : backend::make_host_gpu_query(cfg.ledgers);
   if (is_query(hello)) {  // NVML answers only: no executor, no context (server/nvml.h)
-    serve_query_link(*conn, *gpus, hello.known, cfg.server_info);
+    serve_query_link(*conn, *gpus, hello.known, cfg.server_info, d.client_timeout_s);
     _exit(0);
   }
   sc.gpus = gpus.get();

@@ -25,9 +25,7 @@ nvmlReturn_t unsupported(const char* name) {
 
 // Weak, as libcudart.so.13's stubs: tools/check_nvml_list.py tells them from the implemented
 // (strong) exports, which docs/compatibility.md lists.
-#define RGPU_NVML_STUB(name)                             \
-  RGPU_NVML_API __attribute__((weak)) nvmlReturn_t name() { \
-    return rgpu::nvml::unsupported(#name);               \
-  }
+#define RGPU_NVML_STUB(name) \
+  RGPU_NVML_API __attribute__((weak)) nvmlReturn_t name() { return rgpu::nvml::unsupported(#name); }
 #include "frontend/nvml/unsupported_names.inc"
 #undef RGPU_NVML_STUB
