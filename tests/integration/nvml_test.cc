@@ -101,6 +101,17 @@ TEST(NvmlLiveness, QueryLinkIsNotCountedAsSession) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
 }
 
+// `rgpu run` puts rgpu's lib directory first: the program's dlopen("libnvidia-ml.so.1") finds
+// rgpu's (no LD_LIBRARY_PATH given here).
+TEST(RgpuRun, ProgramsFindRgpusNvml) {
+  Daemon d;
+  Result r = run({RGPU_CLI_PATH, "run", RGPU_NVML_CHECK, "list"}, {{"RGPU_SERVERS", d.servers()}},
+                 60);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "ALL OK")) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "count 1")) << r.out;
+}
+
 TEST(RgpuLs, PrintsWhatNvmlAnswers) {
   Daemon d({"--host-gpus", "2", "--host-capacity", "2GiB"});
   const std::string s = d.servers();
