@@ -35,6 +35,10 @@ std::unique_ptr<GpuQuery> make_cuda_gpu_query(const proto::NvmlProbeTable& probe
 // CUDA cannot tell.  Creates no context.
 bool probe_cuda_gpus(proto::NvmlProbeTable& out, std::string& error);
 
+// True when `lib` (a dlopen handle) is rgpu's own libnvidia-ml.so.1, which rgpud never reads: it
+// answers nvmlErrorString(kRgpuNvmlMarkerCode) with its marker (frontend/nvml/nvml_abi.h).
+bool is_rgpu_nvml(void* lib);
+
 // The host backend's (a test double): one device per ledger.
 std::unique_ptr<GpuQuery> make_host_gpu_query(std::vector<HostLedger*> ledgers);
 

@@ -58,14 +58,6 @@ struct Nvml {
 #undef RGPU_DECLARE
 };
 
-// True when `lib` is rgpu's own libnvidia-ml.so.1 (frontend/nvml/nvml_abi.h: its marker).
-bool is_rgpu_nvml(void* lib) {
-  auto es = reinterpret_cast<const char* (*)(nvmlReturn_t)>(dlsym(lib, "nvmlErrorString"));
-  if (!es) return false;
-  const char* s = es(static_cast<nvmlReturn_t>(kRgpuNvmlMarkerCode));
-  return s && strcmp(s, kRgpuNvmlMarker) == 0;
-}
-
 // NVIDIA's NVML: the search's, else the first of kNvmlPaths; never rgpu's.  Null with `why`.
 void* open_nvml(std::string& why) {
   bool saw_rgpu = false;
@@ -269,6 +261,13 @@ class CudaGpuQuery final : public GpuQuery {
 };
 
 }  // namespace
+
+bool is_rgpu_nvml(void* lib) {
+  auto es = reinterpret_cast<const char* (*)(nvmlReturn_t)>(dlsym(lib, "nvmlErrorString"));
+  if (!es) return false;
+  const char* s = es(static_cast<nvmlReturn_t>(kRgpuNvmlMarkerCode));
+  return s && strcmp(s, kRgpuNvmlMarker) == 0;
+}
 
 std::unique_ptr<GpuQuery> make_cuda_gpu_query(const proto::NvmlProbeTable& probe, int cuda_driver) {
   return std::make_unique<CudaGpuQuery>(probe, cuda_driver);

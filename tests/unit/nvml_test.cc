@@ -1,6 +1,7 @@
 // The nvml group's logic without a daemon: NVML's text forms (frontend/nvml/nvml_text.h), the
 // handshake's tolerance of an older peer's Hello (no `purpose`), the nvml messages on the wire, and
 // the host backend's answers (backend/host/host_nvml.cc).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -125,6 +126,18 @@ TEST(NvmlHostBackend, AnswersFromTheLedgerAndSaysWhatItCannot) {
   l1->release_process(getpid());
   proto::NvmlDeviceRep bad;
   EXPECT_EQ(q->device(2, all, bad).code, err::InvalidDevice);
+}
+
+// rgpud tells rgpu's own libnvidia-ml.so.1 from NVIDIA's (which it reads) by the marker.
+TEST(NvmlServerLoad, RecognisesRgpusOwnLibrary) {
+  void* ours = dlopen(RGPU_LIBNVML, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(ours, nullptr) << dlerror();
+  EXPECT_TRUE(backend::is_rgpu_nvml(ours));
+  void* other = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);  // no nvmlErrorString at all
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(backend::is_rgpu_nvml(other));
+  dlclose(other);
+  dlclose(ours);
 }
 
 }  // namespace
