@@ -1,14 +1,21 @@
 // The nvml group's logic without a daemon: NVML's text forms (frontend/nvml/nvml_text.h), the
 // handshake's tolerance of an older peer's Hello (no `purpose`), the nvml messages on the wire, and
 // the host backend's answers (backend/host/host_nvml.cc).
+#include "server/nvml.h"
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include "backend/gpu_query.h"
 #include "backend/host/host_ledger.h"
 #include "frontend/nvml/nvml_text.h"
+#include "proto/frame.h"
 #include "proto/messages.h"
+#include "transport/tcp/tcp.h"
 
 using namespace rgpu;
 
@@ -138,6 +145,79 @@ TEST(NvmlServerLoad, RecognisesRgpusOwnLibrary) {
   EXPECT_FALSE(backend::is_rgpu_nvml(other));
   dlclose(other);
   dlclose(ours);
+}
+
+// A query link (server/nvml.h) over a socket pair: it answers the nvml requests and Ping, and
+// refuses everything else without closing; a payload ends it.
+TEST(NvmlQueryLink, AnswersQueriesAndRefusesTheRest) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  auto client = transport::tcp_adopt(fds[0], "test-client");
+  auto server_conn = transport::tcp_adopt(fds[1], "test-server");
+  auto* ledger = backend::HostLedger::create(256u << 20);
+  auto q = backend::make_host_gpu_query({ledger});
+  std::thread server([&] {
+    server::serve_query_link(*server_conn, *q, proto::known_ids(), "test", 5);
+    server_conn->shutdown();
+  });
+  auto send = [&](uint16_t type, const std::vector<uint8_t>& body, uint64_t id,
+                  uint64_t payload_len = 0) {
+    proto::FrameHeader h{type, proto::kFlagSync, static_cast<uint32_t>(body.size()), id,
+                         payload_len};
+    uint8_t raw[proto::kHeaderSize];
+    proto::encode_header(h, raw);
+    iovec v[2] = {{raw, sizeof raw}, {const_cast<uint8_t*>(body.data()), body.size()}};
+    client->send_all(v, 2);
+  };
+  auto read = [&](std::vector<uint8_t>& body) {
+    uint8_t raw[proto::kHeaderSize];
+    client->recv(raw, sizeof raw);
+    proto::FrameHeader h = proto::decode_header(raw);
+    body.resize(h.body_len);
+    if (h.body_len) client->recv(body.data(), body.size());
+    return h;
+  };
+  std::vector<uint8_t> body;
+  std::string msg;
+
+  send(static_cast<uint16_t>(proto::MsgId::NvmlDevice),
+       proto::encode_message(proto::NvmlDeviceReq{0, proto::kNvmlIdentity | proto::kNvmlTemp}), 7);
+  proto::FrameHeader h = read(body);
+  EXPECT_EQ(h.request_id, 7u);
+  EXPECT_TRUE(h.flags & proto::kFlagReply);
+  proto::NvmlDeviceRep dev;
+  ASSERT_EQ(proto::decode_reply(body, dev, msg), 0) << msg;
+  EXPECT_EQ(dev.name, "rgpu host backend (test double, no GPU)");
+  EXPECT_EQ(dev.total_memory, 256u << 20);
+  EXPECT_EQ(dev.have, proto::kNvmlIdentity);  // no temperature from the double
+
+  send(static_cast<uint16_t>(proto::MsgId::NvmlDevice),
+       proto::encode_message(proto::NvmlDeviceReq{3, proto::kNvmlIdentity}), 8);
+  read(body);
+  EXPECT_EQ(proto::decode_reply(body, dev, msg), err::InvalidDevice);
+  EXPECT_NE(msg.find("GPU 3 does not exist"), std::string::npos) << msg;
+
+  send(static_cast<uint16_t>(proto::MsgId::NvmlSystem), {}, 9);
+  read(body);
+  proto::NvmlSystemRep sys;
+  ASSERT_EQ(proto::decode_reply(body, sys, msg), 0) << msg;
+  EXPECT_EQ(sys.gpu_count, 1u);
+
+  send(static_cast<uint16_t>(proto::MsgId::DeviceSynchronize),
+       proto::encode_message(proto::DeviceSynchronizeReq{}), 10);
+  read(body);
+  proto::Empty none;
+  EXPECT_EQ(proto::decode_reply(body, none, msg), err::NotSupported);
+  EXPECT_NE(msg.find("for NVML queries only"), std::string::npos) << msg;
+
+  send(static_cast<uint16_t>(proto::MsgId::Ping), {}, 11);  // the link lives on
+  h = read(body);
+  EXPECT_EQ(h.request_id, 11u);
+  EXPECT_EQ(proto::decode_reply(body, none, msg), 0);
+
+  send(static_cast<uint16_t>(proto::MsgId::NvmlSystem), {}, 12, 16);  // a payload: ended
+  server.join();
+  client->shutdown();
 }
 
 }  // namespace
