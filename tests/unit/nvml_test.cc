@@ -11,10 +11,12 @@
 #include <thread>
 
 #include "backend/gpu_query.h"
+#include "backend/host/host_executor.h"
 #include "backend/host/host_ledger.h"
 #include "frontend/nvml/nvml_text.h"
 #include "proto/frame.h"
 #include "proto/messages.h"
+#include "server/session.h"
 #include "transport/tcp/tcp.h"
 
 using namespace rgpu;
@@ -218,6 +220,56 @@ TEST(NvmlQueryLink, AnswersQueriesAndRefusesTheRest) {
   send(static_cast<uint16_t>(proto::MsgId::NvmlSystem), {}, 12, 16);  // a payload: ended
   server.join();
   client->shutdown();
+}
+
+// A full session answers the same requests from the same GpuQuery (SessionConfig::gpus).
+TEST(NvmlQueryLink, SessionsAnswerThemToo) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  auto client = transport::tcp_adopt(fds[0], "test-client");
+  auto server_conn = transport::tcp_adopt(fds[1], "test-server");
+  auto* ledger = backend::HostLedger::create(128u << 20);
+  auto q = backend::make_host_gpu_query({ledger});
+  std::thread server([&] {
+    auto exec = backend::make_host_executor({ledger});
+    server::SessionConfig cfg{std::nullopt, "test"};
+    cfg.gpus = q.get();
+    server::Session s(*server_conn, *exec, cfg);
+    s.run();
+    server_conn->shutdown();
+  });
+  auto call = [&](proto::MsgId type, const std::vector<uint8_t>& body, uint64_t id) {
+    proto::FrameHeader h{static_cast<uint16_t>(type), proto::kFlagSync,
+                         static_cast<uint32_t>(body.size()), id, 0};
+    uint8_t raw[proto::kHeaderSize];
+    proto::encode_header(h, raw);
+    iovec v[2] = {{raw, sizeof raw}, {const_cast<uint8_t*>(body.data()), body.size()}};
+    client->send_all(v, 2);
+    for (;;) {  // skip anything pushed unasked
+      client->recv(raw, sizeof raw);
+      proto::FrameHeader r = proto::decode_header(raw);
+      std::vector<uint8_t> out(r.body_len);
+      if (r.body_len) client->recv(out.data(), out.size());
+      if ((r.flags & proto::kFlagReply) && r.request_id == id) return out;
+    }
+  };
+  std::string msg;
+  proto::HelloRep hello;
+  ASSERT_EQ(proto::decode_reply(
+                call(proto::MsgId::Hello, proto::encode_message(proto::HelloReq{}), 1), hello, msg),
+            0)
+      << msg;
+  proto::NvmlDeviceRep dev;
+  ASSERT_EQ(proto::decode_reply(
+                call(proto::MsgId::NvmlDevice,
+                     proto::encode_message(proto::NvmlDeviceReq{0, proto::kNvmlProcesses}), 2),
+                dev, msg),
+            0)
+      << msg;
+  EXPECT_TRUE(dev.have & proto::kNvmlProcesses);
+  ASSERT_EQ(dev.processes.size(), 1u);  // this session's executor holds a ledger slot
+  client->shutdown();
+  server.join();
 }
 
 }  // namespace
