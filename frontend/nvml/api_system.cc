@@ -9,7 +9,7 @@ using namespace rgpu::nvml;
 
 namespace {
 
-const char* error_text(nvmlReturn_t r) {
+const char* error_text(int r) {  // an int: a program may pass any number
   switch (r) {
     case NVML_SUCCESS:
       return "Success";
@@ -74,7 +74,7 @@ const char* error_text(nvmlReturn_t r) {
     default:
       break;
   }
-  if (static_cast<int>(r) == kRgpuNvmlMarkerCode) return kRgpuNvmlMarker;  // rgpud asks
+  if (r == kRgpuNvmlMarkerCode) return kRgpuNvmlMarker;  // rgpud asks
   return "Unknown Error";
 }
 
@@ -87,7 +87,9 @@ RGPU_NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int) {
   return State::get().init();
 }
 RGPU_NVML_API nvmlReturn_t nvmlShutdown() { return State::get().shutdown(); }
-RGPU_NVML_API const char* nvmlErrorString(nvmlReturn_t r) { return error_text(r); }
+RGPU_NVML_API const char* nvmlErrorString(nvmlReturn_t r) {
+  return error_text(static_cast<int>(r));
+}
 
 RGPU_NVML_API nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
   if (!version) return NVML_ERROR_INVALID_ARGUMENT;

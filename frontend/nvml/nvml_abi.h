@@ -166,6 +166,7 @@ static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t layout")
 
 // rgpu's libnvidia-ml.so.1 answers nvmlErrorString(kRgpuNvmlMarkerCode) with kRgpuNvmlMarker;
 // NVIDIA's answers an unknown code with its "Unknown Error" text.  rgpud asks so that it never
-// reads rgpu's own NVML on a server (as it refuses rgpu's libcuda.so.1).
-inline constexpr int kRgpuNvmlMarkerCode = 0x72677075;  // "rgpu"
+// reads rgpu's own NVML on a server (as it refuses rgpu's libcuda.so.1).  The code lies within
+// nvmlReturn_t's range (0..1023, given NVML_ERROR_UNKNOWN = 999) but is no NVML code.
+inline constexpr int kRgpuNvmlMarkerCode = 1019;
 inline constexpr const char kRgpuNvmlMarker[] = "rgpu libnvidia-ml.so.1";
