@@ -149,6 +149,39 @@ TEST(NvmlServerLoad, RecognisesRgpusOwnLibrary) {
   dlclose(ours);
 }
 
+// The cuda backend's answers for a GPU its NVML does not know (here no NVIDIA NVML at all, or one
+// whose devices do not match the probe's made-up UUID): the probe's identity and peers, nothing
+// invented beyond them.
+TEST(NvmlCudaBackend, WithoutNvmlOnlyTheProbesIdentity) {
+  proto::NvmlProbeTable probe;
+  auto& g = probe.gpus.emplace_back();
+  g.have = proto::kNvmlIdentity | proto::kNvmlPeers;
+  g.name = "made-up GPU";
+  g.uuid[0] = 0xEE;
+  g.pci_domain = 0xfffe;  // no real GPU's, so NVML's PCI fallback cannot match either
+  g.pci_bus = 0xfe;
+  g.total_memory = 1ull << 34;
+  g.cc_major = 9;
+  g.peers = {1};
+  auto q = backend::make_cuda_gpu_query(probe, 13000);
+  EXPECT_EQ(q->device_count(), 1);
+  proto::NvmlDeviceRep r;
+  ASSERT_TRUE(q->device(0, ~0u, r).ok());
+  EXPECT_EQ(r.have, proto::kNvmlIdentity | proto::kNvmlPeers);
+  EXPECT_EQ(r.name, "made-up GPU");
+  EXPECT_EQ(r.total_memory, 1ull << 34);
+  EXPECT_EQ(r.peers, std::vector<uint32_t>{1});
+  proto::NvmlDeviceRep id_only;
+  ASSERT_TRUE(q->device(0, proto::kNvmlIdentity, id_only).ok());
+  EXPECT_EQ(id_only.have, proto::kNvmlIdentity);  // peers only when asked
+  EXPECT_TRUE(id_only.peers.empty());
+  proto::NvmlSystemRep sys;
+  q->system(sys);
+  EXPECT_EQ(sys.gpu_count, 1u);
+  EXPECT_EQ(sys.cuda_driver_version, 13000);
+  EXPECT_EQ(q->device(1, ~0u, r).code, err::InvalidDevice);
+}
+
 // A query link (server/nvml.h) over a socket pair: it answers the nvml requests and Ping, and
 // refuses everything else without closing; a payload ends it.
 TEST(NvmlQueryLink, AnswersQueriesAndRefusesTheRest) {
