@@ -1,6 +1,6 @@
 // rgpu: the user's command.
 //   rgpu run [--] PROGRAM [ARGS...]   run a CUDA program (built with -cudart shared) on rgpu
-//   rgpu ls                           list the virtual devices of RGPU_SERVERS
+//   rgpu ls                           the virtual devices of RGPU_SERVERS, as NVML sees them
 //   rgpu ping [-n COUNT]              round-trip time of a synchronous call to each server
 //   rgpu bench [...]                  native vs rgpu vs raw link (cli/bench.cc)
 #include <limits.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/bench.h"
+#include "cli/ls.h"
 #include "client/client.h"
 #include "common/log.h"
 #include "proto/messages.h"
@@ -58,40 +59,13 @@ int cmd_run(int argc, char** argv) {
     return 2;
   }
   std::string dir = lib_dir();
+  // libcudart.so.13, libcuda.so.1 and libnvidia-ml.so.1 of rgpu are all found there first.
   const char* old = getenv("LD_LIBRARY_PATH");
   std::string path = old && *old ? dir + ":" + old : dir;
   setenv("LD_LIBRARY_PATH", path.c_str(), 1);
   execvp(argv[i], argv + i);
   fprintf(stderr, "rgpu: cannot run %s: %s\n", argv[i], strerror(errno));
   return 127;
-}
-
-int cmd_ls() {
-  client::Client& c = client::Client::get();
-  if (c.device_count() == 0) {
-    fprintf(stderr, "rgpu: RGPU_SERVERS names no device\n");
-    return 1;
-  }
-  int failed = 0;
-  for (int d = 0; d < c.device_count(); ++d) {
-    const client::DeviceInfo* info = nullptr;
-    CudaError e = c.device_info(d, &info);
-    if (e != err::Success) {
-      printf("%d  unavailable (%s)\n", d, cuda_error_name(e));
-      ++failed;
-      continue;
-    }
-    size_t free = 0, total = 0;
-    c.mem_get_info(d, &free, &total);
-    CudaError le;
-    client::ServerLink* l = c.link(d, &le);
-    printf("%d  %s  cc %d.%d  %.1f/%.1f GiB free  %s (%s)  [%s, %s backend]\n", d,
-           info->name.c_str(), info->attr(75), info->attr(76), free / 1073741824.0,
-           total / 1073741824.0, l ? l->address().c_str() : "?",
-           l ? l->hello().transport.c_str() : "?", l ? l->hello().info.c_str() : "?",
-           l ? l->hello().backend.c_str() : "?");
-  }
-  return failed ? 1 : 0;
 }
 
 int cmd_ping(int argc, char** argv) {
@@ -139,7 +113,7 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   if (cmd == "run") return cmd_run(argc - 2, argv + 2);
-  if (cmd == "ls") return cmd_ls();
+  if (cmd == "ls") return cli::ls_main();
   if (cmd == "ping") return cmd_ping(argc - 2, argv + 2);
   if (cmd == "bench") {
     std::string lib = lib_dir();

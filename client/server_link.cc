@@ -9,7 +9,6 @@
 #include <fstream>
 
 #include "channel/handshake.h"
-#include "client/logs.h"
 #include "client/tls_link.h"
 #include "common/log.h"
 #include "common/spin.h"
@@ -49,12 +48,22 @@ std::string client_info() {
 }  // namespace
 
 ServerLink::ServerLink(std::string host, uint16_t port, std::optional<std::string> token,
-                       int timeout_s)
-    : host_(std::move(host)), port_(port), token_(std::move(token)), timeout_s_(timeout_s) {}
+                       int timeout_s, proto::LinkPurpose purpose)
+    : host_(std::move(host)),
+      port_(port),
+      token_(std::move(token)),
+      timeout_s_(timeout_s),
+      purpose_(purpose) {}
 
 ServerLink::~ServerLink() {
   // Links live as long as the process (the client core is never destroyed); if one is destroyed,
-  // its threads are stopped by closing the connection.
+  // its threads are stopped by closing the connection (a close of ours, not a lost link: the
+  // receiver's failure is not logged).
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == err::Success) state_ = err::DevicesUnavailable;
+    failed_.store(true, std::memory_order_release);
+  }
   if (conn_) conn_->shutdown();
   if (receiver_.joinable()) receiver_.join();
   {
@@ -159,6 +168,7 @@ CudaError ServerLink::connect_locked() {
     hello.arch = client_arch();
     hello.client_info = client_info();
     hello.timeout_ms = static_cast<uint32_t>(timeout_s_) * 1000u;
+    hello.purpose = static_cast<uint32_t>(purpose_);
     channel::HandshakeResult hs = channel::request_handshake(*chan_, hello, token_, left_s);
     if (hs.error != err::Success) {
       LOG_ERROR("rgpud at %s refused the connection: %s", address().c_str(), hs.message.c_str());
@@ -334,7 +344,7 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   if (p.result != err::Success) {
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
     if (!p.message.empty() && p.result != err::NotReady)  // the logs API (client/logs.h)
-      Logs::get().add(Logs::Error, std::string("rgpud: ") + name + " failed: " + p.message);
+      note_server_error(std::string("rgpud: ") + name + " failed: " + p.message);
     return p.result;
   }
   if (has_pending_.load(std::memory_order_acquire)) {

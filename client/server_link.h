@@ -33,6 +33,7 @@
 #include "client/config.h"
 #include "common/cuda_errors.h"
 #include "proto/frame.h"
+#include "proto/messages_nvml.h"
 #include "transport/connection.h"
 
 namespace rgpu::client {
@@ -46,9 +47,17 @@ struct ServerHello {
   transport::Capabilities caps;  // what the connection can do
 };
 
+// Where a server's reason for a failed request goes besides the log: the logs API of the process's
+// client core (client/logs.h; defined in client/server_errors.cc, alone so that a library without
+// a client core, rgpu's libnvidia-ml.so.1, defines its own).
+void note_server_error(const std::string& message);
+
 class ServerLink {
  public:
-  ServerLink(std::string host, uint16_t port, std::optional<std::string> token, int timeout_s = 10);
+  // `purpose` Queries: a link for NVML queries only (proto/messages_nvml.h), which the server
+  // serves without an executor (no CUDA context).
+  ServerLink(std::string host, uint16_t port, std::optional<std::string> token, int timeout_s = 10,
+             proto::LinkPurpose purpose = proto::LinkPurpose::Session);
   ~ServerLink();
 
   // Connects (once) and returns the handshake's outcome.
@@ -143,7 +152,8 @@ class ServerLink {
   std::string host_;
   uint16_t port_;
   std::optional<std::string> token_;
-  const int timeout_s_;                 // RGPU_TIMEOUT (0: none)
+  const int timeout_s_;  // RGPU_TIMEOUT (0: none)
+  const proto::LinkPurpose purpose_;
   std::atomic<int64_t> last_rx_ns_{0};  // steady clock: when something last arrived
   std::unique_ptr<transport::Connection> conn_;
   std::unique_ptr<channel::Channel> chan_;  // framing, request ids, what the server knows

@@ -11,7 +11,18 @@
 
 #include "transport/connection.h"
 
+namespace rgpu::transport {
+class TlsContext;
+}  // namespace rgpu::transport
+
 namespace rgpu::client {
+
+// The value of environment variable `name` ("" when unset).
+std::string tls_env(const char* name);
+// The process's client TLS context (RGPU_TLS_CA, RGPU_TLS_CERT, RGPU_TLS_KEY), made at the first
+// TLS link: the Client's (client/tls_context.cc) where the library has a client core.  Throws
+// transport::TlsError.
+const transport::TlsContext& link_tls_context();
 
 // RGPU_TLS: 1 on, 0 or unset off, -1 for anything else (`text` gets the value).
 int tls_setting(std::string& text);

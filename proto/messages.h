@@ -43,7 +43,9 @@ struct HelloReq {
   // Every message id this side knows: requests it may send and frames it understands unasked.
   std::vector<uint16_t> known;
   // Later protocol versions may add fields here, at the end (decode_message_prefix).
-  RGPU_FIELDS(magic, version, arch, client_info, timeout_ms, known)
+  // What the link is for (LinkPurpose, proto/messages_nvml.h): 0, a session; 1, queries only.
+  uint32_t purpose = 0;
+  RGPU_FIELDS(magic, version, arch, client_info, timeout_ms, known, purpose)
 };
 struct HelloRep {
   uint32_t magic = kMagic;
@@ -518,6 +520,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_arrays.h"  // NOLINT(build/include_order)
 #include "proto/messages_misc.h"    // NOLINT(build/include_order)
 #include "proto/messages_drvlibs.h"  // NOLINT(build/include_order)
+#include "proto/messages_nvml.h"    // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

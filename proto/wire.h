@@ -214,12 +214,13 @@ T decode_message(const uint8_t* p, size_t n) {
 }
 
 // For the handshake's messages only (Hello and its reply), which may gain fields at their end in
-// later versions: the fields this side knows are decoded, later ones ignored.
+// later versions: the fields this side knows are decoded, later ones ignored, and fields an older
+// peer does not send (the message ends before them) keep their defaults.
 template <class T>
 T decode_message_prefix(const uint8_t* p, size_t n) {
   T msg{};
   Reader r(p, n);
-  decode_fields(r, msg);
+  msg.visit([&](auto&... f) { ((r.left() ? decode_field(r, f) : void()), ...); });
   return msg;
 }
 

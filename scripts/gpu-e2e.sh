@@ -199,6 +199,18 @@ logged=$(grep -c 'cudaGraphicsUnregisterResource is not supported' "$out/unsuppo
 [ $rrc -eq 0 ] && [ "$logged" -eq 1 ] || failures=$((failures + 1))
 rows+=("$(printf '%-20s %-16s %-16s %s' unsupported "-" "$(verdict $rrc "$out/unsupported.rgpu.out")" "logged $logged time(s)")")
 
+echo "== NVML (libnvidia-ml.so.1): rgpu's answers next to the machine's own"
+# Device lines (index, name, UUID, PCI bus id) must match the native NVML's for the same GPUs;
+# memory totals are only printed (NVML's exceeds cuDeviceTotalMem's on a GPU).
+NVML_CHECK_NO_TOTAL=1 native limited nvml-native 60 "$build/tests/nvml_check" list >"$out/nvml.native.out" 2>&1; nrc=$?
+NVML_CHECK_NO_TOTAL=1 remote "$build/tests/nvml_check" list >"$out/nvml.rgpu.out" 2>&1; rrc=$?
+ids() { awk -F'  ' '/^device/{print $1, $2, $3, $4}' "$1"; }
+same=$([ -n "$(ids "$out/nvml.rgpu.out")" ] && [ "$(ids "$out/nvml.rgpu.out")" = "$(ids "$out/nvml.native.out")" ] && echo yes || echo no)
+[ $rrc -eq 0 ] || failures=$((failures + 1))
+rows+=("$(printf '%-20s %-12s %-12s %-12s %s' "nvml_check" "$(verdict $nrc "$out/nvml.native.out")" \
+  "$(verdict $rrc "$out/nvml.rgpu.out")" "-" "ids as native: $same; $(grep -m1 '^device 0' "$out/nvml.rgpu.out" | cut -c1-60)")")
+RGPU_SERVERS="$all_devices" "$build/cli/rgpu" ls >"$out/rgpu-ls.out" 2>&1 || failures=$((failures + 1))
+
 echo "== SIGKILL of a client holding 8 GiB"
 free_of() { remote "$build/cuda/mem_info" | awk '{print $2}'; }
 before=$(free_of)

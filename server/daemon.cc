@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_executor.h"
+#include "backend/gpu_query.h"
 #include "backend/host/host_executor.h"
 #include "common/log.h"
 #include "proto/auth.h"
@@ -32,7 +33,9 @@ namespace {
 
 // Probes the GPU in a throw-away child process: the daemon itself never initialises CUDA, because
 // a CUDA context does not survive fork and every session is a fork of the daemon.
-bool probe_cuda(std::string& why, int& gpus, int& driver) {
+// It also learns each GPU's identity for NVML queries (backend::probe_cuda_gpus: no context),
+// sent after the first line as an encoded NvmlProbeTable.
+bool probe_cuda(std::string& why, int& gpus, int& driver, proto::NvmlProbeTable& table) {
   int fds[2];
   if (pipe(fds) != 0) {
     why = "pipe failed";
@@ -44,8 +47,17 @@ bool probe_cuda(std::string& why, int& gpus, int& driver) {
     std::string error;
     auto exec = backend::make_cuda_executor(error);
     std::string msg = exec ? "ok " + std::to_string(exec->device_count()) + " " +
-                                 std::to_string(exec->driver_version())
+                                 std::to_string(exec->driver_version()) + "\n"
                            : "no " + error;
+    proto::NvmlProbeTable t;
+    std::string probe_error;
+    if (exec && backend::probe_cuda_gpus(t, probe_error)) {
+      auto bytes = proto::encode_message(t);
+      msg += "T";  // then the encoded table
+      msg.append(bytes.begin(), bytes.end());
+    } else if (exec) {
+      msg += "!" + probe_error;  // not an encoded table: the parent says why
+    }
     ssize_t n = write(fds[1], msg.data(), msg.size());
     (void)n;
     _exit(0);
@@ -58,7 +70,26 @@ bool probe_cuda(std::string& why, int& gpus, int& driver) {
   close(fds[0]);
   waitpid(pid, nullptr, 0);
   if (msg.rfind("ok ", 0) == 0) {
-    if (sscanf(msg.c_str() + 3, "%d %d", &gpus, &driver) == 2) return true;
+    if (sscanf(msg.c_str() + 3, "%d %d", &gpus, &driver) != 2) {
+      why = "the GPU probe answered nonsense";
+      return false;
+    }
+    const size_t nl = msg.find('\n');
+    const std::string rest = nl == std::string::npos ? "" : msg.substr(nl + 1);
+    try {
+      if (!rest.empty() && rest[0] == 'T')
+        table = proto::decode_message<proto::NvmlProbeTable>(
+            reinterpret_cast<const uint8_t*>(rest.data()) + 1, rest.size() - 1);
+    } catch (const std::exception&) {
+      table = {};
+    }
+    if (static_cast<int>(table.gpus.size()) != gpus) {
+      table = {};
+      LOG_WARN(
+          "NVML queries will not know the GPUs' identity: %s",
+          rest.size() > 1 && rest[0] == '!' ? rest.c_str() + 1 : "the GPU probe's table is bad");
+    }
+    return true;
   }
   why = msg.rfind("no ", 0) == 0 ? msg.substr(3) : "the GPU probe crashed";
   return false;
@@ -128,6 +159,7 @@ int run_daemon(const DaemonConfig& cfg) {
 
   bool use_cuda = cfg.backend != BackendKind::Host;
   int gpus = 0, driver = 0;
+  proto::NvmlProbeTable gpu_table;  // the cuda backend's GPUs, for NVML queries (server/nvml.h)
   if (!cfg.gpus.empty()) {
     if (!use_cuda) {
       LOG_ERROR("--gpus selects GPUs of the cuda backend; the host backend has --host-gpus");
@@ -139,7 +171,7 @@ int run_daemon(const DaemonConfig& cfg) {
   }
   if (use_cuda) {
     std::string why;
-    if (probe_cuda(why, gpus, driver)) {
+    if (probe_cuda(why, gpus, driver, gpu_table)) {
       const int wanted = static_cast<int>(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
       if (!cfg.gpus.empty() && gpus != wanted) {
         LOG_ERROR("--gpus %s: only %d of the %d GPUs named are GPUs of this machine",
@@ -244,6 +276,7 @@ int run_daemon(const DaemonConfig& cfg) {
   spc.host_kernels = &host_kernels;
   spc.cache = &cache;
   spc.tls = tls.get();
+  spc.gpu_table = &gpu_table;
   Supervisor sup(cfg, ledgers);
   int max_sessions = cfg.max_sessions;
   if (!use_cuda && max_sessions > backend::HostLedger::kSlots) {

@@ -29,10 +29,12 @@ bool server_handshake(transport::Connection& conn, const HandshakeConfig& cfg, H
   policy.reply.backend = cfg.backend;
   policy.reply.server_info = cfg.server_info;
   policy.reply.payload_window = cfg.payload_window;
-  policy.admit = cfg.admit;
+  HelloReq seen;  // the client's Hello, for `admit`
+  if (cfg.admit) policy.admit = [&] { return cfg.admit(seen); };
   // A shared-memory client is a local process the kernel names (SO_PEERCRED): without a token,
   // only the daemon's own user (or root) may use it; with one, the token decides, as over TCP.
   policy.check_peer = [&](const HelloReq& h) -> std::optional<channel::Refusal> {
+    seen = h;
     long uid = conn.peer_uid();
     if (uid >= 0 && !cfg.token && uid != static_cast<long>(geteuid()) && uid != 0)
       return channel::Refusal{err::NotPermitted,

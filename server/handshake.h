@@ -22,9 +22,10 @@ struct HandshakeConfig {
   int gpu_count = 0;
   int driver_version = 0;
   std::string backend;  // "cuda", "host"
-  // Called once the client is authenticated, before the reply that admits it: returns "" to admit
-  // it, or the reason it is refused (sent to the client as cudaErrorDevicesUnavailable).
-  std::function<std::string()> admit;
+  // Called once the client is authenticated, before the reply that admits it, with its Hello (what
+  // the link is for: HelloReq::purpose): returns "" to admit it, or the reason it is refused (sent
+  // to the client as cudaErrorDevicesUnavailable).
+  std::function<std::string(const proto::HelloReq&)> admit;
   uint64_t payload_window = 0;  // HelloRep::payload_window
 };
 

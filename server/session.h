@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "backend/gpu_query.h"
 #include "channel/channel.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
@@ -70,6 +71,7 @@ struct SessionConfig {
   std::vector<uint16_t> client_known{};  // the message ids the client knows (Hello)
   size_t outbox_bytes = 64u << 20;       // bytes queued for the client before the dispatcher waits
   int control = -1;  // the control socket to rgpud, for CUDA IPC (server/ipc_exports.h); -1: none
+  backend::GpuQuery* gpus = nullptr;  // NVML answers (server/nvml.h); null: NotSupported
 };
 
 // Bytes of asynchronous payload a client may have outstanding (the handshake tells it).

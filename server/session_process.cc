@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_executor.h"
 #include "common/log.h"
 #include "server/handshake.h"
+#include "server/nvml.h"
 #include "server/output_capture.h"
 #include "server/session.h"
 #include "server/tls_gate.h"
@@ -18,8 +19,8 @@ namespace {
 constexpr int kTransportHandshakeSec = 10;
 
 // Asks the daemon whether this authenticated client may have a session; "" when admitted.
-std::string ask_daemon(int control, const std::string& identity) {
-  std::string msg = kAdmitRequest + identity;
+std::string ask_daemon(int control, const std::string& identity, bool query) {
+  std::string msg = (query ? kAdmitQuery : kAdmitRequest) + identity;
   if (send(control, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size()))
     return "rgpud is shutting down";
   pollfd p{control, POLLIN, 0};
@@ -28,6 +29,10 @@ std::string ask_daemon(int control, const std::string& identity) {
   if (n <= 0) return "rgpud did not admit the session (it is shutting down or overloaded)";
   if (buf[0] == kAdmitYes) return "";
   return n > 1 ? std::string(buf + 1, static_cast<size_t>(n - 1)) : "refused by rgpud";
+}
+
+bool is_query(const proto::HelloReq& h) {
+  return h.purpose == static_cast<uint32_t>(proto::LinkPurpose::Queries);
 }
 
 }  // namespace
@@ -56,15 +61,16 @@ void run_session_process(const SessionProcessConfig& cfg,
   if (d.pipeline_depth) sc.staging_limit = d.pipeline_depth;
   sc.client_timeout_s = d.client_timeout_s;
   const std::string identity = client_identity(*conn);
-  HandshakeConfig hc{cfg.token,
-                     cfg.server_info,
-                     cfg.gpu_count,
-                     cfg.driver_version,
-                     cfg.use_cuda ? "cuda" : "host",
-                     [&] { return ask_daemon(control, identity); },
-                     payload_window(sc)};
+  HandshakeConfig hc{
+      cfg.token,
+      cfg.server_info,
+      cfg.gpu_count,
+      cfg.driver_version,
+      cfg.use_cuda ? "cuda" : "host",
+      [&](const proto::HelloReq& h) { return ask_daemon(control, identity, is_query(h)); },
+      payload_window(sc)};
+  proto::HelloReq hello;
   try {
-    proto::HelloReq hello;
     if (!server_handshake(*conn, hc, &hello)) _exit(0);
     sc.client_timeout_ms = hello.timeout_ms;
     sc.client_known = hello.known;
@@ -72,6 +78,16 @@ void run_session_process(const SessionProcessConfig& cfg,
     LOG_WARN("handshake with %s failed: %s", conn->peer().c_str(), e.what());
     _exit(0);
   }
+  std::unique_ptr<backend::GpuQuery> gpus =
+      cfg.use_cuda
+          ? backend::make_cuda_gpu_query(cfg.gpu_table ? *cfg.gpu_table : proto::NvmlProbeTable{},
+                                         cfg.driver_version)
+          : backend::make_host_gpu_query(cfg.ledgers);
+  if (is_query(hello)) {  // NVML answers only: no executor, no context (server/nvml.h)
+    serve_query_link(*conn, *gpus, hello.known, cfg.server_info, d.client_timeout_s);
+    _exit(0);
+  }
+  sc.gpus = gpus.get();
 
   std::unique_ptr<backend::Executor> exec;
   std::string error;

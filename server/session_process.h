@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/host/host_executor.h"
+#include "proto/messages_nvml.h"
 #include "server/daemon.h"
 #include "server/module_cache.h"
 #include "transport/provider.h"
@@ -27,13 +28,17 @@ struct SessionProcessConfig {
   std::vector<backend::HostLedger*> ledgers;  // host backend
   const backend::HostKernels* host_kernels = nullptr;
   const ModuleCache* cache = nullptr;
-  const transport::TlsContext* tls = nullptr;  // TCP clients must use TLS
+  const transport::TlsContext* tls = nullptr;        // TCP clients must use TLS
+  const proto::NvmlProbeTable* gpu_table = nullptr;  // cuda backend: what the GPU probe learnt
 };
 
 // Admission messages on the control socket (SOCK_SEQPACKET): the session sends
 // kAdmitRequest + its identity once the client authenticated; the daemon answers kAdmitYes, or
 // kAdmitNo + the reason.
 constexpr char kAdmitRequest = 'A';
+// The same for a query link (HelloReq::purpose Queries, server/nvml.h): it holds no GPU resource,
+// so it is counted apart from sessions (--max-sessions of them at most, too).
+constexpr char kAdmitQuery = 'Q';
 constexpr char kAdmitYes = 'Y';
 constexpr char kAdmitNo = 'N';
 

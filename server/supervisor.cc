@@ -46,18 +46,19 @@ void Supervisor::add_control_fds(std::vector<pollfd>& fds) const {
     if (c.control >= 0) fds.push_back({c.control, POLLIN, 0});
 }
 
-std::string Supervisor::admit(const std::string& identity) const {
+std::string Supervisor::admit(const std::string& identity, bool query) const {
   int sessions = 0, mine = 0;
   for (const Child& c : children_) {
-    if (!c.admitted) continue;
+    if (!c.admitted || c.query != query) continue;
     ++sessions;
     if (c.identity == identity) ++mine;
   }
+  const char* what = query ? " NVML query links" : " sessions";
   if (sessions >= max_sessions_)
-    return "rgpud already serves " + std::to_string(sessions) +
-           " sessions, its limit (--max-sessions " + std::to_string(max_sessions_) + ")";
+    return "rgpud already serves " + std::to_string(sessions) + what +
+           ", its limit (--max-sessions " + std::to_string(max_sessions_) + ")";
   if (cfg_.max_sessions_per_user > 0 && mine >= cfg_.max_sessions_per_user)
-    return "rgpud already serves " + std::to_string(mine) + " sessions for " + identity +
+    return "rgpud already serves " + std::to_string(mine) + what + " for " + identity +
            ", its limit per user (--max-sessions-per-user " +
            std::to_string(cfg_.max_sessions_per_user) + ")";
   return "";
@@ -78,20 +79,23 @@ void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {
       ipc_.drop_owner(it->pid);
       continue;
     }
-    if (n > 0 && it->admitted && buf[0] != kAdmitRequest) {  // CUDA IPC (server/ipc_exports.h)
+    const bool asks = n > 0 && (buf[0] == kAdmitRequest || buf[0] == kAdmitQuery);
+    if (n > 0 && it->admitted && !asks) {  // CUDA IPC (server/ipc_exports.h)
       ipc_.serve(it->pid, it->control, buf, static_cast<size_t>(n), fd);
       continue;
     }
     if (fd >= 0) close(fd);
-    if (n <= 0 || buf[0] != kAdmitRequest || it->admitted) continue;
+    if (!asks || it->admitted) continue;
     std::string reply;
     if (it->killed) {
       reply = std::string(1, kAdmitNo) + "the handshake took too long (--handshake-timeout)";
     } else {
       std::string identity(buf + 1, static_cast<size_t>(n - 1));
-      std::string why = admit(identity);
+      const bool query = buf[0] == kAdmitQuery;
+      std::string why = admit(identity, query);
       if (why.empty()) {
         it->admitted = true;
+        it->query = query;
         it->identity = identity;
         reply = std::string(1, kAdmitYes);
       } else {

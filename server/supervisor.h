@@ -56,8 +56,9 @@ class Supervisor {
     bool admitted = false;
     bool killed = false;  // handshake deadline passed: SIGKILL sent
     std::string identity;
+    bool query = false;  // an NVML query link (server/nvml.h), counted apart from sessions
   };
-  std::string admit(const std::string& identity) const;
+  std::string admit(const std::string& identity, bool query) const;
   void wait_for_all(int sigfd, Clock::time_point deadline);
 
   const DaemonConfig& cfg_;

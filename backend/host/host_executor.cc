@@ -25,6 +25,7 @@
 #include "backend/host/host_ipc.h"
 #include "backend/host/host_launch.h"
 #include "backend/host/host_misc.h"
+#include "backend/host/host_nvml.h"
 #include "backend/host/host_streams.h"
 
 namespace rgpu::backend {
@@ -65,11 +66,7 @@ class HostExecutor final : public Executor {
   int driver_version() const override { return 13000; }
 
   Status device_info(int dev, DeviceInfo& out) override {
-    out.name = "rgpu host backend (test double, no GPU)";
-    for (int i = 0; i < 16; ++i) out.uuid[i] = static_cast<uint8_t>(0xA0 + i + dev);
-    out.total_mem = ledgers_[dev]->capacity();
-    out.attrs = host_device_attributes();
-    out.attrs.push_back({33, dev + 1});  // distinct PCI bus ids per emulated device
+    host_device_info(dev, *ledgers_[dev], out);  // backend/host/host_nvml.cc
     return Status::success();
   }
 

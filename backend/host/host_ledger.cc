@@ -67,4 +67,11 @@ void HostLedger::release_process(pid_t pid) {
   }
 }
 
+std::vector<std::pair<pid_t, uint64_t>> HostLedger::holders() const {
+  std::vector<std::pair<pid_t, uint64_t>> out;
+  for (const auto& s : slots_)
+    if (pid_t pid = s.pid.load(); pid > 0) out.push_back({pid, s.bytes.load()});
+  return out;
+}
+
 }  // namespace rgpu::backend

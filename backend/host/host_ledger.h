@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace rgpu::backend {
 
@@ -34,6 +36,8 @@ class HostLedger {
   void release(int slot, uint64_t bytes);
   // In the daemon, after a session process ended: returns whatever it still held.
   void release_process(pid_t pid);
+  // The session processes holding a slot and what each holds (NVML's running processes).
+  std::vector<std::pair<pid_t, uint64_t>> holders() const;
 
  private:
   struct Slot {
