@@ -34,7 +34,10 @@ limited() {  # seconds, command...
 }
 rows=()
 failures=0
-row() { rows+=("$(printf '%-24s %-12s %-12s %-12s %s' "$@")"); }
+row() {  # also printed at once: a run cut short still shows what it measured
+  rows+=("$(printf '%-24s %-12s %-12s %-12s %s' "$@")")
+  echo "row: ${rows[-1]}"
+}
 # The client never reaches the local GPU: rgpu's libraries first; CUDA_VISIBLE_DEVICES=-1 where the
 # program does not read it itself (PyTorch does, so it is left alone there).
 through() {  # transport, library dir, command...
@@ -54,9 +57,9 @@ row "nvidia_libs compute" "rc=$nrc" "rc=$trc" "rc=$src" "$same (tcp: rgpu's runt
 
 if python3 -c "import torch" 2>/dev/null; then
   echo "== PyTorch feature probe"
-  limited 300 python3 examples/torch_probe.py >"$out/probe.native" 2>"$out/probe.native.err"; nrc=$?
+  limited 150 python3 examples/torch_probe.py >"$out/probe.native" 2>"$out/probe.native.err"; nrc=$?
   for t in tcp shm; do
-    through $t "$root/$build/lib" limited 300 python3 examples/torch_probe.py >"$out/probe.$t" 2>"$out/probe.$t.err"; rc=$?
+    through $t "$root/$build/lib" limited 150 python3 examples/torch_probe.py >"$out/probe.$t" 2>"$out/probe.$t.err"; rc=$?
     differs=$(diff "$out/probe.native" "$out/probe.$t" | grep '^>' | cut -c3- | cut -d: -f1 | tr '\n' ',' | cut -c1-80)
     [ $nrc -eq 0 ] && [ $rc -eq 0 ] && [ -z "$differs" ] || failures=$((failures + 1))
     row "torch_probe $t" "ok $(grep -c '^ok' "$out/probe.native")" "ok $(grep -c '^ok' "$out/probe.$t")" "-" \
@@ -66,9 +69,9 @@ if python3 -c "import torch" 2>/dev/null; then
     steps=${RGPU_TORCH_STEPS:-200}
     [ $model = transformer ] && steps=${RGPU_TORCH_TRANSFORMER_STEPS:-30}
     echo "== training: $model, $steps steps"
-    limited 300 python3 examples/torch_train.py --model $model --steps "$steps" >"$out/train-$model.native" 2>&1; nrc=$?
+    limited 120 python3 examples/torch_train.py --model $model --steps "$steps" >"$out/train-$model.native" 2>&1; nrc=$?
     for t in tcp shm; do
-      through $t "$root/$build/lib" limited 400 python3 examples/torch_train.py --model $model --steps "$steps" \
+      through $t "$root/$build/lib" limited 200 python3 examples/torch_train.py --model $model --steps "$steps" \
         >"$out/train-$model.$t" 2>"$out/train-$model.$t.err"; rc=$?
       cmp=$(python3 scripts/compare_losses.py "$out/train-$model.native" "$out/train-$model.$t"); crc=$?
       [ $nrc -eq 0 ] && [ $rc -eq 0 ] && [ $crc -eq 0 ] || failures=$((failures + 1))
