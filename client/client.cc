@@ -482,13 +482,8 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
       LOG_INFO("page-locked memory is not shared: %s", ex.what());
     }
   }
-  if (flags & 0x02) {  // cudaHostAllocMapped: a remote GPU cannot reach this process's memory
-    LOG_ERROR(
-        "cudaHostAlloc(cudaHostAllocMapped): mapped page-locked memory needs a server on "
-        "this machine over the shm transport; device %d is reached over the network",
-        dev);
-    return err::NotSupported;
-  }
+  // cudaHostAllocMapped: a remote GPU cannot reach this process's memory; managed memory stands in.
+  if (flags & 0x02) return host_alloc_emulated(dev, size, flags, ptr);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return err::MemoryAllocation;
   map_.add_host(HostRange{u64(p), size, flags, false, dev});
@@ -498,6 +493,15 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
 
 CudaError Client::host_free(void* ptr) {
   if (!ptr) return err::Success;
+  uint64_t base = 0;
+  if (emulated_mapped(ptr, &base, nullptr)) {
+    if (base != u64(ptr)) return err::InvalidValue;
+    {
+      std::lock_guard<std::mutex> lock(emulated_mu_);
+      emulated_mapped_.erase(base);
+    }
+    return free(ptr);
+  }
   auto r = map_.remove_host(u64(ptr));
   if (!r) return err::InvalidValue;
   if (r->registered) {
@@ -534,6 +538,10 @@ CudaError Client::host_unregister(void* ptr) {
 }
 
 PointerInfo Client::pointer_info(const void* p) const {
+  if (uint64_t base = 0; emulated_mapped(p, &base, nullptr)) {  // host memory, as natively
+    auto d = map_.find_device(base);
+    if (d) return {MemoryType::Host, d->device, base, true, d->size, d->id};
+  }
   if (auto d = map_.find_device(u64(p)))
     return {is_managed(d->base) ? MemoryType::Managed : MemoryType::Device, d->device, d->base,
             false, d->size, d->id};

@@ -383,6 +383,11 @@ class Client {
   // Mapped page-locked memory: the device pointer of page-locked host memory, and its flags.
   CudaError host_device_pointer(void* host, void** device_ptr);
   CudaError host_flags(void* host, unsigned* flags);
+  // cudaHostAllocMapped where the server is across the network (client/pools.cc): managed memory
+  // stands in, one address on both sides, its pages moved at launches and synchronizations.
+  CudaError host_alloc_emulated(int dev, size_t size, unsigned flags, void** ptr);
+  // True (with its base and cudaHostAlloc flags) when `p` lies in such an allocation.
+  bool emulated_mapped(const void* p, uint64_t* base, unsigned* flags) const;
 
   // ---- misc2 (client/misc2.cc): pools shared between processes of one server
   static constexpr size_t kPoolShareBytes = 64;
@@ -530,6 +535,8 @@ class Client {
   // that made this Client, bound at construction (client/streams.cc).
   std::map<int, Stream*>& (*per_thread_streams_)() = nullptr;
   std::mutex once_mu_;
+  mutable std::mutex emulated_mu_;
+  std::map<uint64_t, std::pair<uint64_t, unsigned>> emulated_mapped_;  // base -> size, flags
   std::set<std::string> logged_once_;
   std::mutex tls_mu_;
   transport::TlsContext* tls_ = nullptr;  // never freed, as the Client

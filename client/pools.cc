@@ -305,8 +305,38 @@ CudaError Client::map_shared_segment(ServerLink* l, int dev, uint64_t key, void*
   return err::Success;  // copies still work; only kernels cannot use the pointer
 }
 
+CudaError Client::host_alloc_emulated(int dev, size_t size, unsigned flags, void** ptr) {
+  if (first_time("emulated mapped page-locked memory"))
+    LOG_WARN(
+        "cudaHostAlloc(cudaHostAllocMapped): device %d is reached over the network, so its "
+        "kernels cannot reach this process's memory; managed memory stands in (one address on "
+        "both sides, pages moved at kernel launches and synchronizations: a kernel and the host "
+        "cannot use it at the same time, as they can with a local GPU or over shm)",
+        dev);
+  if (CudaError e = malloc_managed(dev, size, kAttachGlobal, ptr); e != err::Success) return e;
+  std::lock_guard<std::mutex> lock(emulated_mu_);
+  emulated_mapped_[reinterpret_cast<uint64_t>(*ptr)] = {size, flags};
+  return err::Success;
+}
+
+bool Client::emulated_mapped(const void* p, uint64_t* base, unsigned* flags) const {
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  std::lock_guard<std::mutex> lock(emulated_mu_);
+  auto it = emulated_mapped_.upper_bound(a);
+  if (it == emulated_mapped_.begin()) return false;
+  --it;
+  if (a - it->first >= it->second.first) return false;
+  if (base) *base = it->first;
+  if (flags) *flags = it->second.second;
+  return true;
+}
+
 CudaError Client::host_device_pointer(void* host, void** device_ptr) {
   if (!device_ptr || !host) return err::InvalidValue;
+  if (emulated_mapped(host, nullptr, nullptr)) {
+    *device_ptr = host;  // managed memory: the same address on both sides
+    return err::Success;
+  }
   auto r = map_.find_host(u64(host));
   if (!r) return err::InvalidValue;
   if (!r->mapped) {
@@ -323,6 +353,10 @@ CudaError Client::host_device_pointer(void* host, void** device_ptr) {
 
 CudaError Client::host_flags(void* host, unsigned* flags) {
   if (!flags || !host) return err::InvalidValue;
+  if (unsigned f = 0; emulated_mapped(host, nullptr, &f)) {
+    *flags = f | kHostAllocMapped;
+    return err::Success;
+  }
   auto r = map_.find_host(u64(host));
   if (!r) return err::InvalidValue;
   *flags = r->flags | (r->mapped ? kHostAllocMapped : 0);
