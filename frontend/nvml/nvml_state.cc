@@ -61,24 +61,29 @@ nvmlReturn_t State::shutdown() {
     if (refs_ == 0) return NVML_ERROR_UNINITIALIZED;
     if (--refs_ > 0) return NVML_SUCCESS;
     active_ = 0;
-    for (auto& r : records_) r->link = nullptr;
+    for (auto& r : records_) {
+      std::lock_guard<std::mutex> dl(r->mu);
+      r->link = nullptr;
+      retired_.push_back(std::move(r));
+    }
+    records_.clear();
     closing.swap(links_);
   }
   return NVML_SUCCESS;  // `closing` ends the links (and their threads) outside the lock
 }
 
 nvmlReturn_t State::count(unsigned* n) {
-  if (!n) return NVML_ERROR_INVALID_ARGUMENT;
   std::lock_guard<std::mutex> lock(mu_);
-  if (refs_ == 0) return NVML_ERROR_UNINITIALIZED;
+  if (refs_ == 0) return NVML_ERROR_UNINITIALIZED;  // before the argument, as NVIDIA's library
+  if (!n) return NVML_ERROR_INVALID_ARGUMENT;
   *n = active_;
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t State::by_index(unsigned index, Device** out) {
-  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
   std::lock_guard<std::mutex> lock(mu_);
   if (refs_ == 0) return NVML_ERROR_UNINITIALIZED;
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
   if (index >= active_) return NVML_ERROR_INVALID_ARGUMENT;
   *out = records_[index].get();
   return NVML_SUCCESS;

@@ -1,8 +1,9 @@
 // The state of rgpu's libnvidia-ml.so.1: its devices are the entries of RGPU_SERVERS, in order,
 // as the CUDA front-ends see them (client/config.h parses it); each server is asked over a query
 // link of its own (proto::LinkPurpose::Queries), which the server serves without a CUDA context.
-// nvmlDevice_t handles point at per-device records that are never freed, so a handle kept across
-// nvmlShutdown and nvmlInit stays a valid pointer (and names the same entry again).
+// nvmlDevice_t handles point at per-device records that are never freed; the last nvmlShutdown
+// retires them, so a handle kept across nvmlShutdown and nvmlInit is a valid pointer that names
+// no device (NVML_ERROR_INVALID_ARGUMENT, as NVIDIA's library answers: seen on an H200).
 #pragma once
 
 #include <map>
@@ -54,7 +55,8 @@ class State {
  private:
   std::mutex mu_;
   int refs_ = 0;
-  std::vector<std::unique_ptr<Device>> records_;  // grows only: handles stay valid pointers
+  std::vector<std::unique_ptr<Device>> records_;  // this nvmlInit's devices
+  std::vector<std::unique_ptr<Device>> retired_;  // earlier inits': handles stay valid pointers
   unsigned active_ = 0;                           // records_[0, active_) are RGPU_SERVERS' now
   std::map<std::string, std::unique_ptr<client::ServerLink>> links_;  // by "host:port"
 };

@@ -65,11 +65,14 @@ int list() {
   int cu_count = 0;
   CU(cuDeviceGetCount, int*)(&cu_count);
 
-  expect(NVML(nvmlDeviceGetCount_v2, unsigned*)(nullptr), NVML_ERROR_INVALID_ARGUMENT,
-         "count into null");
+  // Before nvmlInit NVIDIA's library says so first, whatever the arguments (seen on an H200).
+  expect(NVML(nvmlDeviceGetCount_v2, unsigned*)(nullptr), NVML_ERROR_UNINITIALIZED,
+         "count into null before init");
   unsigned n = 0;
   expect(NVML(nvmlDeviceGetCount_v2, unsigned*)(&n), NVML_ERROR_UNINITIALIZED, "count before init");
   expect(NVML(nvmlInit_v2)(), NVML_SUCCESS, "nvmlInit_v2");
+  expect(NVML(nvmlDeviceGetCount_v2, unsigned*)(nullptr), NVML_ERROR_INVALID_ARGUMENT,
+         "count into null");
   expect(NVML(nvmlDeviceGetCount_v2, unsigned*)(&n), NVML_SUCCESS, "count");
   printf("count %u\n", n);
   if (static_cast<int>(n) != cu_count)
@@ -200,9 +203,15 @@ int list() {
   expect(NVML(nvmlShutdown)(), NVML_ERROR_UNINITIALIZED, "shutdown once too often");
   expect(NVML(nvmlInitWithFlags, unsigned)(0), NVML_SUCCESS, "nvmlInitWithFlags after shutdown");
   if (n > 0) {
+    // An old handle names no device after the last shutdown (seen on an H200); a new one does.
     char again[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
     expect(NVML(nvmlDeviceGetUUID, nvmlDevice_t, char*, unsigned)(h0, again, sizeof again),
-           NVML_SUCCESS, "a handle kept across shutdown and init");
+           NVML_ERROR_INVALID_ARGUMENT, "a handle kept across shutdown and init");
+    nvmlDevice_t fresh = nullptr;
+    expect(NVML(nvmlDeviceGetHandleByIndex_v2, unsigned, nvmlDevice_t*)(0, &fresh), NVML_SUCCESS,
+           "a new handle after init");
+    expect(NVML(nvmlDeviceGetUUID, nvmlDevice_t, char*, unsigned)(fresh, again, sizeof again),
+           NVML_SUCCESS, "the new handle's UUID");
   }
   expect(NVML(nvmlShutdown)(), NVML_SUCCESS, "last nvmlShutdown");
   if (failures == 0) printf("ALL OK\n");
