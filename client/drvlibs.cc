@@ -89,6 +89,17 @@ CudaError Client::stream_mem_ops(const Stream& s, const std::vector<MemOp>& ops)
   q.stream = s.id;
   for (const MemOp& o : ops) {
     if (o.address) {
+      // Stream memory operations are how the host and a running stream signal each other: managed
+      // memory standing in for mapped page-locked memory over a network cannot carry that.
+      if (emulated_mapped(reinterpret_cast<const void*>(o.address), nullptr, nullptr)) {
+        if (first_time("stream memory operation on emulated mapped memory"))
+          LOG_ERROR(
+              "stream memory operation at 0x%llx: this mapped page-locked memory is emulated (the "
+              "server is across the network), so the host and the GPU cannot signal through it "
+              "while work runs; use device memory, or a server on this machine over shm",
+              static_cast<unsigned long long>(o.address));
+        return err::NotSupported;
+      }
       // The GPU must reach the word: device memory, or page-locked memory mapped for it.
       const PointerInfo pi = pointer_info(reinterpret_cast<const void*>(o.address));
       const bool ok = (pi.type == MemoryType::Device && pi.device == s.device) ||

@@ -15,33 +15,7 @@
 #include "launch_lib_fatbin.h"
 #include "launch_lib_ptx.h"
 
-static int g_failures = 0;
-
-static const char* name_of(CUresult r) {
-  const char* s = nullptr;
-  return cuGetErrorName(r, &s) == CUDA_SUCCESS && s ? s : "(unknown CUresult)";
-}
-
-#define EXPECT_ERR(expr, expected)                                                      \
-  do {                                                                                  \
-    CUresult e_ = (expr);                                                               \
-    if (e_ == (expected)) {                                                             \
-      printf("ok   %-60.60s %s\n", #expr, name_of(e_));                                 \
-    } else {                                                                            \
-      printf("FAIL %-60.60s got %s, want %s\n", #expr, name_of(e_), name_of(expected)); \
-      ++g_failures;                                                                     \
-    }                                                                                   \
-  } while (0)
-#define EXPECT_OK(expr) EXPECT_ERR(expr, CUDA_SUCCESS)
-#define EXPECT_TRUE(cond, what)  \
-  do {                           \
-    if (cond) {                  \
-      printf("ok   %s\n", what); \
-    } else {                     \
-      printf("FAIL %s\n", what); \
-      ++g_failures;              \
-    }                            \
-  } while (0)
+#include "driver_check.h"
 
 static void host_fn(void* p) { *static_cast<int*>(p) += 1; }
 static void CUDA_CB stream_cb(CUstream, CUresult status, void* p) {
