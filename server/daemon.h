@@ -40,6 +40,8 @@ struct DaemonConfig {
   size_t client_max_events = 65536;
   int shutdown_timeout_ms = 5000;  // SIGTERM to sessions, SIGKILL after this
   int client_timeout_s = 30;       // a client stalled mid-frame or not reading ends its session
+  int drain_limit_s = 10;          // GPU work still running this long after its client left ends
+                                   // the session process (the driver frees what it held)
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

@@ -52,6 +52,10 @@ void usage(FILE* out) {
       "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
       "                        reading what it asked for, loses its session after S seconds\n"
       "                        (default 30; an idle client is never timed out)\n"
+      "  --drain-limit S       once a client is gone, its GPU work gets S seconds to finish;\n"
+      "                        work that does not (a kernel that never ends, a stream waiting\n"
+      "                        on a value nobody will write) ends the session process, and the\n"
+      "                        driver frees what it held (default 10)\n"
       "  --module-cache-max-mb N  size cap of the module cache in MiB; least recently used\n"
       "                        modules are evicted (default 1024)\n"
       "  --version             print the version\n"
@@ -200,6 +204,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       cfg.client_timeout_s = s;
+    } else if (a == "--drain-limit") {
+      int s = atoi(value().c_str());
+      if (s < 1 || s > 86400) {
+        fprintf(stderr, "rgpud: --drain-limit must be 1..86400 seconds\n");
+        return 2;
+      }
+      cfg.drain_limit_s = s;
     } else if (a == "--module-cache-max-mb") {
       std::string v = value();
       char* end = nullptr;

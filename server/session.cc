@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <type_traits>
 
@@ -105,9 +106,33 @@ void Session::run() {
   }
   dispatcher.join();
   waiter_.stop();  // pending waits finish (their replies are dropped if the link is gone)
-  for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+  drain_or_exit();
   host_work_.stop();  // runs what the streams handed over, then stops
   outbox_.stop();
+}
+
+void Session::drain_or_exit() {
+  if (config_.drain_limit_s <= 0) {
+    for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+    return;
+  }
+  // The synchronizations run on a thread of their own, so that work which never finishes (a
+  // kernel that does not end, a stream waiting on a value nobody will write now) cannot keep
+  // this process, and the GPU memory it holds, for ever.
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread([this, done] {
+    for (size_t d = 0; d < allocs_.size(); ++d) exec_.synchronize(static_cast<int>(d));
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(std::chrono::seconds(config_.drain_limit_s)) == std::future_status::ready)
+    return;
+  LOG_WARN(
+      "session of %s: its GPU work still runs %d s after the client left (a kernel that does not "
+      "end, or a stream waiting on a value nobody will write); the session process ends and the "
+      "driver frees what it held",
+      conn_.peer().c_str(), config_.drain_limit_s);
+  std::_Exit(0);
 }
 
 bool Session::handshake() {

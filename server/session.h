@@ -67,6 +67,10 @@ struct SessionConfig {
   // within this many seconds, and a send to the client must make progress within it; otherwise
   // the session ends.  An idle client between requests is never timed out.
   int client_timeout_s = 30;
+  // Once the client is gone, its GPU work gets this many seconds to finish; then the session's
+  // process ends without freeing anything itself (the driver frees what the process held).  0:
+  // wait for ever (a session inside another process, as in unit tests).
+  int drain_limit_s = 0;
   uint32_t client_timeout_ms = 0;  // the client's RGPU_TIMEOUT (Hello), for the heartbeat interval
   std::vector<uint16_t> client_known{};  // the message ids the client knows (Hello)
   size_t outbox_bytes = 64u << 20;       // bytes queued for the client before the dispatcher waits
@@ -85,6 +89,9 @@ class Session {
   ~Session();
   // Serves the client until it disconnects or breaks the protocol.  Never throws.
   void run();
+  // Once the client is gone: waits for every device's work, at most config_.drain_limit_s, else
+  // ends the process (std::_Exit) — a session process only sets the limit.
+  void drain_or_exit();
 
  private:
   using Status = backend::Status;

@@ -60,6 +60,7 @@ void run_session_process(const SessionProcessConfig& cfg,
   if (d.chunk_bytes) sc.staging_bytes = sc.payload_bytes = d.chunk_bytes;
   if (d.pipeline_depth) sc.staging_limit = d.pipeline_depth;
   sc.client_timeout_s = d.client_timeout_s;
+  sc.drain_limit_s = d.drain_limit_s;
   const std::string identity = client_identity(*conn);
   HandshakeConfig hc{
       cfg.token,

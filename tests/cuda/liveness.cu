@@ -4,9 +4,12 @@
 //   liveness stall          starts a 60 s kernel, prints "waiting", then synchronizes: the test
 //                           stops the server meanwhile; prints the outcome of that call and of a
 //                           later one, with the seconds each took
+//   liveness abandon SECONDS  starts a kernel that runs SECONDS and exits without waiting for it:
+//                           the server must not keep the session for the kernel's whole run
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #include "async_common.h"
 
@@ -50,9 +53,19 @@ int stall() {
   return 0;
 }
 
+int abandon(double seconds) {
+  int* d = nullptr;
+  REQUIRE_OK(cudaMalloc(&d, 1024 * sizeof(int)));
+  slow_fill<<<1, 256>>>(d, 1, 1024, static_cast<unsigned long long>(seconds * 1e9));
+  printf("left a kernel running\n");
+  fflush(stdout);
+  _exit(0);  // no synchronization, no destructors: as a program that crashes
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "abandon") == 0) return abandon(atof(argv[2]));
   if (argc == 3 && strcmp(argv[1], "long") == 0) return long_kernel(atof(argv[2]));
   if (argc == 2 && strcmp(argv[1], "stall") == 0) return stall();
   fprintf(stderr, "usage: liveness long SECONDS | liveness stall\n");

@@ -143,6 +143,25 @@ TEST_P(Liveness, ALongKernelIsNotTakenForADeadServer) {
   EXPECT_GE(since(t0), 5.0);
 }
 
+// A client leaves a kernel that runs for a minute: its session waits --drain-limit seconds for it,
+// then its process ends (the driver frees what it held), and the daemon serves on.  Without the
+// limit the session would live until the kernel ends.
+TEST_P(Liveness, AbandonedWorkEndsTheSessionAfterTheDrainLimit) {
+  Daemon d({"--drain-limit", "2"});
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = transport();
+  Result r = run({cuda_program("liveness"), "abandon", "60"}, env, 30);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("left a kernel running"), std::string::npos) << r.out << r.err;
+  auto t0 = Clock::now();
+  while (!live_children(d.pid()).empty() && since(t0) < 15)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(live_children(d.pid()).empty()) << "the session outlived its drain limit by 13 s";
+  EXPECT_TRUE(d.alive());
+  Result again = run({cuda_program("liveness"), "long", "0"}, env, 60);
+  EXPECT_EQ(again.status, 0) << again.out << again.err;
+}
+
 // The server's session process is stopped (SIGSTOP) while a call waits: the call fails within
 // RGPU_TIMEOUT with an error CUDA programs know and a message naming the server and the wait;
 // a later call fails at once.
