@@ -344,8 +344,10 @@ int main() {
   float factor = 2.0f;
   int cnt = 256;
   void* kargs[] = {&d1, &factor, &cnt};
-  // NVIDIA's runtime passes the CUkernel itself as the CUfunction.
-  EXPECT_OK(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 256, 1, 1, 0, nullptr, kargs,
+  // NVIDIA's runtime passes the CUkernel itself as the CUfunction.  Both launches on `s`: it is
+  // non-blocking, so a launch on the legacy stream could overlap the next one (a race CI's
+  // sanitizer run caught).
+  EXPECT_OK(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 256, 1, 1, 0, s, kargs,
                            nullptr));
   EXPECT_OK(cuLaunchKernel(kf, 1, 1, 1, 256, 1, 1, 0, s, kargs, nullptr));
   EXPECT_OK(cuStreamSynchronize(s));

