@@ -535,6 +535,7 @@ class Client {
   // that made this Client, bound at construction (client/streams.cc).
   std::map<int, Stream*>& (*per_thread_streams_)() = nullptr;
   std::mutex once_mu_;
+  std::mutex func_cache_mu_;  // KernelInfo::attrs and ::occupancy
   mutable std::mutex emulated_mu_;
   std::map<uint64_t, std::pair<uint64_t, unsigned>> emulated_mapped_;  // base -> size, flags
   std::set<std::string> logged_once_;

@@ -59,7 +59,8 @@ CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
   LoadedModule lm;
   lm.id = rep.module;
   for (const KernelDesc& k : rep.kernels) {
-    KernelInfo info{k.found, {}, 0};
+    KernelInfo info;
+    info.found = k.found;
     for (const ParamDesc& p : k.params) {
       info.params.push_back(ParamLayout{p.offset, p.size});
       info.arg_bytes = std::max(info.arg_bytes, p.offset + p.size);
@@ -144,18 +145,46 @@ CudaError Client::func_attributes(const Function* f, std::vector<int32_t>& value
   ServerLink* l = nullptr;
   FuncReq fr;
   if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  const KernelInfo& k = lm->kernels[f->index];
+  {
+    std::lock_guard<std::mutex> lock(func_cache_mu_);
+    if (!k.attrs.empty()) {
+      values = k.attrs;
+      return err::Success;
+    }
+  }
   FuncGetAttributesRep rep;
   CudaError e = l->call<FuncGetAttributesMsg>(fr, &rep);
+  if (e == err::Success && !rep.values.empty()) {
+    std::lock_guard<std::mutex> lock(func_cache_mu_);
+    k.attrs = rep.values;
+  }
   values = std::move(rep.values);
   return e;
 }
 
 CudaError Client::func_set_attribute(const Function* f, int attr, int value) {
+  return func_set_attribute_on(f, current_device(), attr, value);
+}
+
+CudaError Client::func_set_attribute_on(const Function* f, int dev, int attr, int value) {
+  if (CudaError e = check_device(dev); e != err::Success) return e;
   const LoadedModule* lm = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
-  return l->call<FuncSetAttributeMsg>(FuncSetAttributeReq{fr, attr, value});
+  if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
+  const KernelInfo& k = lm->kernels[f->index];
+  {
+    // Setting what the function already has changes nothing: no round trip.
+    std::lock_guard<std::mutex> lock(func_cache_mu_);
+    if (attr >= 0 && static_cast<size_t>(attr) < k.attrs.size() && k.attrs[attr] == value)
+      return err::Success;
+  }
+  CudaError e = l->call<FuncSetAttributeMsg>(FuncSetAttributeReq{fr, attr, value});
+  std::lock_guard<std::mutex> lock(func_cache_mu_);
+  k.attrs.clear();
+  k.occupancy.clear();
+  return e;
 }
 
 CudaError Client::func_set_cache_config(const Function* f, int config) {
@@ -163,7 +192,10 @@ CudaError Client::func_set_cache_config(const Function* f, int config) {
   ServerLink* l = nullptr;
   FuncReq fr;
   if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
-  return l->call<FuncSetCacheConfigMsg>(FuncSetCacheConfigReq{fr, config});
+  CudaError e = l->call<FuncSetCacheConfigMsg>(FuncSetCacheConfigReq{fr, config});
+  std::lock_guard<std::mutex> lock(func_cache_mu_);
+  lm->kernels[f->index].occupancy.clear();
+  return e;
 }
 
 CudaError Client::occupancy(const Function* f, int block_size, size_t dynamic_smem, unsigned flags,
@@ -172,9 +204,22 @@ CudaError Client::occupancy(const Function* f, int block_size, size_t dynamic_sm
   ServerLink* l = nullptr;
   FuncReq fr;
   if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  const KernelInfo& k = lm->kernels[f->index];
+  const auto key = std::make_tuple(int32_t(block_size), uint64_t(dynamic_smem), uint32_t(flags));
+  {
+    std::lock_guard<std::mutex> lock(func_cache_mu_);
+    if (auto it = k.occupancy.find(key); it != k.occupancy.end()) {
+      *blocks = it->second;
+      return err::Success;
+    }
+  }
   OccupancyRep rep;
   CudaError e = l->call<OccupancyMsg>(OccupancyReq{fr, block_size, dynamic_smem, flags}, &rep);
-  if (e == err::Success) *blocks = rep.blocks;
+  if (e == err::Success) {
+    *blocks = rep.blocks;
+    std::lock_guard<std::mutex> lock(func_cache_mu_);
+    if (k.occupancy.size() < 4096) k.occupancy[key] = rep.blocks;
+  }
   return e;
 }
 

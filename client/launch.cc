@@ -119,15 +119,6 @@ CudaError Client::global_info(const Variable* v, uint64_t* addr, uint64_t* size)
   return err::Success;
 }
 
-CudaError Client::func_set_attribute_on(const Function* f, int dev, int attr, int value) {
-  if (CudaError e = check_device(dev); e != err::Success) return e;
-  const LoadedModule* lm = nullptr;
-  ServerLink* l = nullptr;
-  FuncReq fr;
-  if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
-  return l->call<FuncSetAttributeMsg>(FuncSetAttributeReq{fr, attr, value});
-}
-
 CudaError Client::module_kernels(Module* m, std::shared_ptr<const KernelNames>* out) {
   if (!m || !modules_.valid(m)) return kInvalidResourceHandle;
   {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct KernelInfo {
   bool found = false;
   std::vector<ParamLayout> params;
   uint32_t arg_bytes = 0;  // parameter buffer size
+  // The server's answers, kept (guarded by Client::func_cache_mu_): a function's attributes
+  // change only through this process's setters, which clear them, so libraries that ask before
+  // every launch (cuDNN, PyTorch) cost no round trip after the first.
+  mutable std::vector<int32_t> attrs;
+  mutable std::map<std::tuple<int32_t, uint64_t, uint32_t>, int32_t> occupancy;
 };
 struct GlobalInfo {
   bool found = false;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "channel/handshake.h"
+#include "client/link_stats.h"
 #include "client/tls_link.h"
 #include "common/log.h"
 #include "common/spin.h"
@@ -320,6 +321,9 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   }
   try {
     send_frame(type, sync ? kFlagSync : 0, id, body, out, n_out);
+    uint64_t bytes = 0;
+    for (int i = 0; i < n_out; ++i) bytes += out[i].iov_len;
+    note_request(type, sync, bytes, p.expect_in);
   } catch (const std::exception& ex) {
     fail_link(ex.what());
     std::lock_guard<std::mutex> lock(mu_);
@@ -365,6 +369,9 @@ CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> bo
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != err::Success) return state_;
+    uint64_t bytes = 0;
+    for (const iovec& r : rows) bytes += r.iov_len;
+    note_request(type, false, 0, bytes);
     async_dst_[id] = AsyncDst{std::move(rows), width};
   }
   try {
@@ -406,6 +413,7 @@ CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<voi
     if (state_ != err::Success) return state_;
     callbacks_[id] = std::move(fn);
   }
+  note_request(static_cast<uint16_t>(MsgId::HostFunc), false, 0, 0);
   try {
     send_frame(static_cast<uint16_t>(MsgId::HostFunc), 0, chan_->next_request_id(),
                encode_message(HostFuncReq{gpu, stream, id}), nullptr, 0);
