@@ -20,6 +20,9 @@ print("mean of squares", float((x[:1000] ** 2).mean()))
 square_diff = cp.ElementwiseKernel("float32 a, float32 b", "float32 c", "c = (a - b) * (a - b)",
                                    "square_diff")
 print("square_diff sum", float(square_diff(x[:4096], y[:4096]).sum()))
+sum_sq = cp.ReductionKernel("float32 v", "float64 s", "v * v", "a + b", "s = a", "0", "sum_sq",
+                            reduce_type="double")
+print("reduction kernel sum_sq", float(sum_sq(x[:1000])))  # 332833500
 add = cp.RawKernel(r'''
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
   int i = blockDim.x * blockIdx.x + threadIdx.x;
@@ -39,6 +42,17 @@ with s:
 end.synchronize()
 print("stream result", float(w[:10].sum()))
 print("event elapsed measured", cp.cuda.get_elapsed_time(start, end) >= 0)
+# A second stream waits for an event recorded on the first.
+s2 = cp.cuda.Stream(non_blocking=True)
+done = cp.cuda.Event()
+with s:
+    v = x * 3.0
+    done.record()
+s2.wait_event(done)
+with s2:
+    print("stream wait_event sum", float(v[:100].sum()))  # 14850
+s2.synchronize()
+print("event done", done.done)
 
 # Matrix product (cuBLAS, if this CuPy uses it) and host round trip.
 a = cp.arange(64 * 64, dtype=cp.float64).reshape(64, 64) / 4096

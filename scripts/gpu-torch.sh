@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PyTorch and NVIDIA's libraries on rgpu, natively and through rgpu (TCP and shared memory), on a
-# machine with an NVIDIA GPU: NVIDIA's cuBLAS/cuBLASLt/cuFFT/cuRAND test program, the PyTorch
-# feature probe, and the training loops whose loss curves must equal native (each step within
-# 1e-5 relative) with their step times.  Prints a table; exits non-zero when a check failed.
+# machine with an NVIDIA GPU: NVIDIA's library test program (cuBLAS, cuBLASLt, cuFFT, cuRAND,
+# cuSOLVER, cuSPARSE), the PyTorch feature probe, and the training loops whose loss curves must
+# equal native (each step within 1e-5 relative) with their step times.  Prints a table; exits
+# non-zero when a check failed.
 #   scripts/gpu-torch.sh [BUILD_DIR]     (scripts/gpu-e2e.sh runs it; it builds if needed)
 # RGPU_TORCH_STEPS (200) and RGPU_TORCH_TRANSFORMER_STEPS (30) set the training lengths.
 set -uo pipefail
@@ -45,8 +46,8 @@ through() {  # transport, library dir, command...
   RGPU_TRANSPORT=$t RGPU_SERVERS="$servers" LD_LIBRARY_PATH="$lib" "$@"
 }
 
-echo "== NVIDIA's libraries (cuBLAS, cuBLASLt, cuFFT, cuRAND from the toolkit)"
-LD_LIBRARY_PATH="$cuda_root/lib64" limited 180 "$build/cuda/nvidia_libs" compute >"$out/libs.native" 2>&1; nrc=$?
+echo "== NVIDIA's libraries (cuBLAS, cuBLASLt, cuFFT, cuRAND, cuSOLVER, cuSPARSE from the toolkit)"
+LD_LIBRARY_PATH="$cuda_root/lib64" limited 180 "$build/cuda/nvidia_libs" compute >"$out/libs.native" 2>"$out/libs.native.err"; nrc=$?
 CUDA_VISIBLE_DEVICES=-1 through tcp "$root/$build/lib" limited 180 "$build/cuda/nvidia_libs" compute >"$out/libs.tcp" 2>"$out/libs.tcp.err"; trc=$?
 CUDA_VISIBLE_DEVICES=-1 through shm "$nvrt" limited 180 "$build/cuda/nvidia_libs" compute >"$out/libs.shm" 2>"$out/libs.shm.err"; src=$?
 same=identical

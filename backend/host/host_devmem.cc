@@ -14,6 +14,7 @@ enum : uint32_t {
   kDevRuntimePendingLaunchCount = 4,
   kMaxL2FetchGranularity = 5,
   kPersistingL2CacheSize = 6,
+  kCigEnabled = 8,  // CU_LIMIT_CIG_ENABLED: query only; 0, no context shares a graphics context
 };
 constexpr uint64_t kPersistingL2Max = 0;  // attribute 108 of the emulated GPU
 
@@ -34,7 +35,8 @@ void HostDeviceState::defaults(Device& d) {
               {kDevRuntimeSyncDepth, 2},
               {kDevRuntimePendingLaunchCount, 2048},
               {kMaxL2FetchGranularity, 32},
-              {kPersistingL2CacheSize, 0}};
+              {kPersistingL2CacheSize, 0},
+              {kCigEnabled, 0}};
   d.cache_config = 0;
   d.shared_mem_config = 1;
   d.profiling = false;
@@ -70,6 +72,8 @@ Status HostDeviceState::config(int dev, Executor::ConfigOp op, uint32_t key, uin
       auto it = d.limits.find(key);
       if (it == d.limits.end())
         return Status::fail(err::InvalidValue, "unknown limit " + std::to_string(key));
+      if (key == kCigEnabled)
+        return Status::fail(err::InvalidValue, "CU_LIMIT_CIG_ENABLED can only be queried");
       if (key == kMaxL2FetchGranularity && value > 128)
         return Status::fail(err::InvalidValue, "the L2 fetch granularity is at most 128 bytes");
       if (key == kPersistingL2CacheSize && value > kPersistingL2Max)

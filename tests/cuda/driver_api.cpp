@@ -138,6 +138,9 @@ int main() {
   int least = 0, greatest = 0;
   EXPECT_OK(cuCtxGetStreamPriorityRange(&least, &greatest));
   EXPECT_TRUE(greatest <= least, "stream priorities: greatest <= least");
+  size_t cig = 99;  // cusolverDnCreate asks whether the context shares a graphics context (CIG)
+  EXPECT_OK(cuCtxGetLimit(&cig, CU_LIMIT_CIG_ENABLED));
+  EXPECT_TRUE(cig == 0, "a context made by cuCtxCreate is not a CIG context");
   CUcontext popped = nullptr;
   EXPECT_OK(cuCtxPopCurrent(&popped));
   cuCtxGetCurrent(&cur);
