@@ -350,6 +350,14 @@ class Executor {
     return Status::fail(err::NotSupported, "this backend cannot link device code");
   }
   virtual Status link_destroy(int /*dev*/, uint64_t /*link*/) { return Status::success(); }
+  // ---- notify: asynchronous notifications of GPU `dev` (cuDeviceRegisterAsyncNotification).
+  // `fn(type, value)` (CUasyncNotificationType; for OVER_BUDGET the bytes over budget) runs on
+  // whatever thread the driver chooses and must not block; an empty `fn` stops them: no call of
+  // the earlier one starts or is still running after this returns.
+  using Notify = std::function<void(uint32_t type, uint64_t value)>;
+  virtual Status set_async_notify(int /*dev*/, Notify /*fn*/) {
+    return Status::fail(err::NotSupported, "this backend has no asynchronous notifications");
+  }
 };
 
 // ---- drvlibs (backend/occupancy_search.cc)

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "client/logs.h"
+#include "client/notify.h"
 #include "common/log.h"
 #include "transport/memory.h"
 
@@ -35,6 +36,7 @@ bool Client::first_time(const std::string& what) {
 
 Client::Client(bool configured)
     : logs_(new Logs),  // never destroyed: used by late log lines and the callback thread
+      notify_(new Notifications(*this)),
       managed_(new_managed_state()),
       per_thread_streams_(&this_thread_streams) {
   // The logs API keeps error and warning lines from now on (client/logs.h).

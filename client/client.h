@@ -34,6 +34,7 @@ class TlsContext;
 namespace rgpu::client {
 
 class Logs;
+class Notifications;
 struct ManagedState;
 
 enum class CopyKind {
@@ -154,6 +155,10 @@ class Client {
   PointerInfo pointer_info(const void* p) const;
 
   ServerLink* link(int dev, CudaError* e);
+  // The GPU index on its server of virtual device `dev` (checked).
+  uint32_t server_gpu(int dev) const { return devices_[dev].spec.gpu; }
+  // Asynchronous notifications (client/notify.h).
+  Notifications& notifications() { return *notify_; }
   // Forwards request M to virtual device `dev`'s server: connects, fills in the server's GPU index
   // (the request's `device` field) and calls.  A forwarded call with nothing to do on the client
   // is this one line (docs/architecture.md, "How to add a call").
@@ -530,6 +535,7 @@ class Client {
  private:
   // ---- process state that code linked into both libraries reaches through the one Client
   Logs* logs_ = nullptr;
+  Notifications* notify_ = nullptr;  // never destroyed (its thread lives as long as the process)
   ManagedState* managed_ = nullptr;  // client/managed.cc
   // The calling thread's per-thread default streams by device: a thread_local of the library
   // that made this Client, bound at construction (client/streams.cc).

@@ -290,6 +290,7 @@ CudaError Client::graph_mem_launch(GraphExec* x) {
   std::vector<std::shared_ptr<GraphAlloc>> drop;  // released after the lock
   std::lock_guard<std::mutex> lock(gmem_mu_);
   for (const auto& a : x->allocs) gmem_live_[addr(a->ptr)] = a;
+  gmem_note(x->device);  // an allocation freed by the same launch was in use too
   for (void* p : x->frees) {
     auto it = gmem_live_.find(addr(p));
     if (it == gmem_live_.end()) continue;  // CUDA's free of memory not allocated: undefined

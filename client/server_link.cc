@@ -500,6 +500,16 @@ void ServerLink::receive_loop() {
         case MsgId::Heartbeat:  // the server is busy, not gone (read_frame noted the life)
           decode_message<HeartbeatMsg>(body.data(), body.size());
           break;
+        case MsgId::AsyncNotify: {
+          AsyncNotifyMsg m = decode_message<AsyncNotifyMsg>(body.data(), body.size());
+          NotifySink sink;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            sink = notify_sink_;
+          }
+          if (sink) sink(this, m.device, m.type, m.value);
+          break;
+        }
         case MsgId::RunCallback: {
           RunCallbackMsg m = decode_message<RunCallbackMsg>(body.data(), body.size());
           std::lock_guard<std::mutex> lock(mu_);
@@ -601,6 +611,11 @@ void ServerLink::callback_loop() {
       fail_link(ex.what());
     }
   }
+}
+
+void ServerLink::set_notify_sink(NotifySink sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  notify_sink_ = std::move(sink);
 }
 
 }  // namespace rgpu::client

@@ -101,6 +101,10 @@ class ServerLink {
   // A host function of a graph node: kept, run each time the server names it in a replay
   // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
   uint64_t keep_callback(std::function<void()> fn);
+  // Where AsyncNotify frames go (client/notify.h): called by the receiver; must not block.
+  using NotifySink =
+      std::function<void(const ServerLink*, uint32_t gpu, uint32_t type, uint64_t value)>;
+  void set_notify_sink(NotifySink sink);
 
  private:
   using Decoder = int32_t (*)(void* rep, const std::vector<uint8_t>& body, std::string& message);
@@ -181,6 +185,7 @@ class ServerLink {
   std::map<uint64_t, AsyncDst> async_dst_;
   std::map<uint64_t, std::function<void()>> callbacks_;
   std::deque<std::pair<uint64_t, std::function<void()>>> to_run_;
+  NotifySink notify_sink_;             // AsyncNotify frames (set_notify_sink)
   std::set<uint16_t> unknown_logged_;  // frame types already logged as unknown (either way)
   std::thread receiver_, callback_thread_;
 };

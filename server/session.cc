@@ -54,6 +54,7 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       all_streams_(exec.device_count()) {}
 
 Session::~Session() {
+  stop_notifications();
   cancel_callbacks();
   exec_.cancel_stream_waits();  // drvlibs: a stream waiting on a value nobody writes now
   waiter_.stop();               // waits end: the gates are open, the GPU finishes

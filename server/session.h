@@ -354,6 +354,10 @@ class Session {
                    uint64_t x, uint64_t y, uint64_t z, uint64_t width, uint64_t height,
                    uint64_t depth, backend::Executor::CopySide& out) const;
 
+  // ---- notify (server/notify.cc): GPUs whose notifications go to the client (dispatcher only)
+  std::vector<bool> notify_on_;
+  void stop_notifications();  // the session ends: no frame is queued after this returns
+
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;
 };

@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_ipc.h"
 #include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/cuda_misc.h"
+#include "backend/cuda/cuda_notify.h"
 #include "backend/cuda/cuda_pools.h"
 #include "backend/gate.h"
 #include "common/log.h"
@@ -188,6 +189,10 @@ class CudaExecutor final : public Executor {
   Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuMemUnmap(addr, size));
+  }
+  // ---- notify (cuda_notify.h)
+  Status set_async_notify(int dev, Notify fn) override {
+    return notify_.set(drv_, dev_[dev], dev, std::move(fn));
   }
   // ---- misc (cuda_misc.h)
   Status disable_peer_access(int dev, int peer) override {
@@ -698,6 +703,7 @@ class CudaExecutor final : public Executor {
   int version_ = 0;
   std::vector<CUcontext> ctx_;
   std::vector<CUdevice> dev_;
+  CudaNotify notify_;  // notify (cuda_notify.h)
 };
 
 }  // namespace

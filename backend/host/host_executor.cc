@@ -27,6 +27,7 @@
 #include "backend/host/host_misc.h"
 #include "backend/host/host_nvml.h"
 #include "backend/host/host_streams.h"
+#include "backend/notify_slot.h"
 
 namespace rgpu::backend {
 namespace {
@@ -53,6 +54,7 @@ class HostExecutor final : public Executor {
       streams_.push_back(std::make_unique<HostStreams>());
     for (size_t i = 0; i < ledgers_.size(); ++i)
       fail_slots_.push_back({&state_, static_cast<int>(i)});
+    for (size_t i = 0; i < ledgers_.size(); ++i) notify_.push_back(std::make_unique<NotifySlot>());
   }
   ~HostExecutor() override {
     mem_ops_.cancel();
@@ -109,8 +111,12 @@ class HostExecutor final : public Executor {
       return Status::fail(err::MemoryAllocation,
                           "host backend: no free slot in the capacity ledger (" +
                               std::to_string(HostLedger::kSlots) + " sessions)");
-    if (!ledgers_[dev]->reserve(slots_[dev], size))
+    if (!ledgers_[dev]->reserve(slots_[dev], size)) {
+      // Test behaviour: an "over budget" notification first (docs/compatibility.md).
+      const uint64_t used = ledgers_[dev]->used(), cap = ledgers_[dev]->capacity();
+      notify_[dev]->fire(1, used + size > cap ? used + size - cap : size);
       return Status::fail(err::MemoryAllocation, "host backend capacity exhausted");
+    }
     void* p = mmap(reinterpret_cast<void*>(addr), size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != addr) {
@@ -189,6 +195,10 @@ class HostExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(events_mu_);
     event = next_event_++;
     events_[event] = e;
+    return Status::success();
+  }
+  Status set_async_notify(int dev, Notify fn) override {
+    notify_.at(dev)->set(std::move(fn));
     return Status::success();
   }
   Status mem_info(int dev, uint64_t& free, uint64_t& total) override {
@@ -691,6 +701,7 @@ class HostExecutor final : public Executor {
   HostMemOps mem_ops_;  // stream memory operations (host_drvlibs.h)
   HostLinks links_;     // cuLink* (host_drvlibs.h)
   std::vector<FailSlot> fail_slots_;
+  std::vector<std::unique_ptr<NotifySlot>> notify_;  // per GPU (set_async_notify)
   // Events are used by a session's dispatcher and its waiters at once; the lock guards the map and
   // the fences' slots, never a wait.  (Streams: HostStreams has its own lock.)
   std::mutex events_mu_;

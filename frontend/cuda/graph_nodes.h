@@ -28,8 +28,11 @@ bool plain_edges(const CUgraphEdgeData* edges, size_t n);
 // Each records a new node (t.graph after t.deps) or replaces t.node's parameters (in t.exec
 // when set); `out` may be null.  The graph's own node keeps a copy of what was given, for the
 // cuGraph*NodeGetParams queries.
+// A kernel node keeps its attributes (cuGraphKernelNodeSetAttribute): `attrs` replaces them, else
+// a node whose parameters are set keeps those it had.
 CUresult kernel_node(const client::NodeTarget& t, const CUDA_KERNEL_NODE_PARAMS* p,
-                     client::GraphNode** out);
+                     client::GraphNode** out,
+                     const std::vector<CUlaunchAttribute>* attrs = nullptr);
 CUresult memcpy_node(const client::NodeTarget& t, const CUDA_MEMCPY3D* p, client::GraphNode** out);
 CUresult memset_node(const client::NodeTarget& t, const CUDA_MEMSET_NODE_PARAMS* p,
                      client::GraphNode** out);
@@ -49,6 +52,7 @@ struct KernelNodeCopy {
   CUDA_KERNEL_NODE_PARAMS params{};
   std::vector<std::vector<char>> args;
   std::vector<void*> arg_ptrs;
+  std::vector<CUlaunchAttribute> attrs;  // kernel node attributes set
 };
 struct MemcpyNodeCopy {
   CUDA_MEMCPY3D params{};
@@ -56,5 +60,17 @@ struct MemcpyNodeCopy {
 struct MemsetNodeCopy {
   CUDA_MEMSET_NODE_PARAMS params{};
 };
+// A memory allocation node's parameters, with their access descriptors; laid out as the
+// runtime's copy (frontend/cudart/graphs4.cc), so either API's getter answers for either's node.
+struct AllocNodeCopy {
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  std::vector<CUmemAccessDesc> access;
+};
+// Graph memory nodes (frontend/cuda/graph_memory.cc): added only (their parameters are fixed).
+// The allocation's address goes to `*dptr`.
+CUresult mem_alloc_node(const client::NodeTarget& t, const CUmemPoolProps& props,
+                        const CUmemAccessDesc* access, size_t access_count, size_t bytesize,
+                        CUdeviceptr* dptr, client::GraphNode** out);
+CUresult mem_free_node(const client::NodeTarget& t, CUdeviceptr dptr, client::GraphNode** out);
 
 }  // namespace rgpu::cuda_fe

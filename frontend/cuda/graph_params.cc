@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/log.h"
+#include "frontend/common/launch_attributes.h"
 #include "frontend/cuda/graph_nodes.h"
 
 using namespace rgpu;
@@ -33,7 +34,7 @@ bool node_target(CUgraphNode node, CUgraphExec exec, CUgraphNodeType kind, clien
 }
 
 CUresult kernel_node(const client::NodeTarget& t, const CUDA_KERNEL_NODE_PARAMS* p,
-                     client::GraphNode** out) {
+                     client::GraphNode** out, const std::vector<CUlaunchAttribute>* attrs) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   if (p->extra) {
     LOG_WARN(
@@ -45,14 +46,35 @@ CUresult kernel_node(const client::NodeTarget& t, const CUDA_KERNEL_NODE_PARAMS*
   client::Function* f =
       function_of(p->func ? static_cast<const void*>(p->func) : static_cast<const void*>(p->kern));
   if (!f) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUlaunchAttribute> kept;
+  if (attrs)
+    kept = *attrs;
+  else if (const auto* old = t.node && t.node->kind == CU_GRAPH_NODE_TYPE_KERNEL
+                                 ? static_cast<const KernelNodeCopy*>(t.node->params.get())
+                                 : nullptr)
+    kept = old->attrs;
+  // Those that leave a launch as it is (cooperative 0, programmatic serialization 0) are not sent.
+  std::vector<client::Client::LaunchAttribute> wire;
+  for (const CUlaunchAttribute& a : kept) {
+    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && !a.value.cooperative) continue;
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+        !a.value.programmaticStreamSerializationAllowed)
+      continue;
+    client::Client::LaunchAttribute w;
+    if (!frontend::launch_attribute(static_cast<int>(a.id), a.value, w,
+                                    [](CUevent e) { return event_of(e); }))
+      return CUDA_ERROR_INVALID_VALUE;
+    wire.push_back(w);
+  }
   client::GraphNode* n = nullptr;
   CUresult r = to_driver(core().graph_add_kernel(t, f, {p->gridDimX, p->gridDimY, p->gridDimZ},
                                                  {p->blockDimX, p->blockDimY, p->blockDimZ},
-                                                 p->kernelParams, p->sharedMemBytes, &n));
+                                                 p->kernelParams, p->sharedMemBytes, &n, wire));
   if (r != CUDA_SUCCESS) return r;
   if (!t.exec) {
     auto c = std::make_shared<KernelNodeCopy>();
     c->params = *p;
+    c->attrs = std::move(kept);
     size_t offset = 0, size = 0;
     for (size_t i = 0; p->kernelParams && core().param_info(f, i, &offset, &size) == err::Success;
          ++i) {
@@ -229,12 +251,19 @@ CUresult any_node(const client::NodeTarget& t, CUgraphNodeParams* p, client::Gra
       if (r == CUDA_SUCCESS && out) *out = n;
       return r;
     }
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      if (t.node) break;  // fixed at creation
+      return mem_alloc_node(t, p->alloc.poolProps, p->alloc.accessDescs, p->alloc.accessDescCount,
+                            p->alloc.bytesize, &p->alloc.dptr, out);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      if (t.node) break;
+      return mem_free_node(t, p->free.dptr, out);
     default:
       break;
   }
   LOG_WARN(
-      "rgpu: %s a graph node of type %d (memory alloc/free, conditional, external "
-      "semaphore, batch memory operations) is not supported",
+      "rgpu: %s a graph node of type %d (setting memory alloc/free parameters, conditional, "
+      "external semaphore, batch memory operations) is not supported",
       t.node ? "setting the parameters of" : "adding", static_cast<int>(p->type));
   return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -1,7 +1,8 @@
 // CUDA graphs through the driver API alone (libcuda.so.1): graphs built node by node (memset,
-// kernel, memcpy, host, event, empty, child graph, cuGraphAddNode), their shape and parameter
-// queries, setters in the graph and in the executable graph, update, enabling, clones, stream
-// capture (into a new graph and into an existing one), user objects and the DOT description.
+// kernel, memcpy, host, event, empty, child graph, memory alloc/free, cuGraphAddNode), their
+// shape and parameter queries, kernel node attributes, graph memory attributes, setters in the
+// graph and in the executable graph, update, enabling, clones, stream capture (into a new graph
+// and into an existing one), user objects and the DOT description.
 // Built like driver_api.cpp against the toolkit's stub libcuda.so; it runs on NVIDIA's driver
 // natively and on rgpu's libcuda.so.1 under LD_LIBRARY_PATH, printing the same lines.
 #include <cuda.h>
@@ -307,6 +308,89 @@ int main() {
   EXPECT_OK(cuGraphExecDestroy(x));
   EXPECT_OK(cuGraphDestroy(into));
   EXPECT_OK(cuGraphDestroy(captured));
+
+  // ---- graph memory: alloc -> memset -> kernel (+7) -> copy out -> free (cuGraphAddNode)
+  {
+    CUgraph gm = nullptr;
+    EXPECT_OK(cuGraphCreate(&gm, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ap{};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = dev;
+    ap.bytesize = kN * sizeof(int);
+    CUgraphNode na = nullptr, nm = nullptr, nk = nullptr, nk2 = nullptr, nc = nullptr, nf = nullptr;
+    CUDA_MEM_ALLOC_NODE_PARAMS badp = ap;
+    badp.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
+    EXPECT_ERR(cuGraphAddMemAllocNode(&na, gm, nullptr, 0, &badp), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuGraphAddMemAllocNode(&na, gm, nullptr, 0, &ap));
+    EXPECT_TRUE(ap.dptr != 0, "the allocation node gives its address");
+    CUDA_MEM_ALLOC_NODE_PARAMS back{};
+    EXPECT_OK(cuGraphMemAllocNodeGetParams(na, &back));
+    EXPECT_TRUE(
+        back.dptr == ap.dptr && back.bytesize == ap.bytesize && back.poolProps.location.id == dev,
+        "the allocation node's parameters read back");
+    CUDA_MEMSET_NODE_PARAMS zm{};
+    zm.dst = ap.dptr, zm.value = 0, zm.elementSize = 4, zm.width = kN, zm.height = 1;
+    EXPECT_OK(cuGraphAddMemsetNode(&nm, gm, &na, 1, &zm, ctx));
+    CUdeviceptr gp = ap.dptr;
+    int v7 = 7;
+    void* a7[] = {&gp, &v7, &n};
+    CUDA_KERNEL_NODE_PARAMS k7 = kernel_params(f, a7);
+    EXPECT_OK(cuGraphAddKernelNode(&nk, gm, &nm, 1, &k7));
+    EXPECT_OK(cuGraphAddKernelNode(&nk2, gm, &nk, 1, &k7));
+    CUDA_MEMCPY3D c7 = d2d(ap.dptr, g_out, kN * sizeof(int));
+    EXPECT_OK(cuGraphAddMemcpyNode(&nc, gm, &nk2, 1, &c7, ctx));
+    CUgraphNodeParams fp{};
+    fp.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    fp.free.dptr = ap.dptr;
+    EXPECT_OK(cuGraphAddNode(&nf, gm, &nc, nullptr, 1, &fp));
+    CUdeviceptr freed = 0;
+    EXPECT_OK(cuGraphMemFreeNodeGetParams(nf, &freed));
+    EXPECT_TRUE(freed == ap.dptr, "the free node's address reads back");
+    CUgraphNodeType type;
+    EXPECT_OK(cuGraphNodeGetType(na, &type));
+    EXPECT_TRUE(type == CU_GRAPH_NODE_TYPE_MEM_ALLOC, "an allocation node's type");
+
+    // Kernel node attributes: priority set, read back, copied, kept across new parameters.
+    int least = 0, greatest = 0;
+    EXPECT_OK(cuCtxGetStreamPriorityRange(&least, &greatest));
+    CUkernelNodeAttrValue av{};
+    EXPECT_OK(cuGraphKernelNodeGetAttribute(nk, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    EXPECT_TRUE(av.priority == 0, "an unset priority reads 0");
+    av.priority = greatest;
+    EXPECT_OK(cuGraphKernelNodeSetAttribute(nk, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    av = {};
+    EXPECT_OK(cuGraphKernelNodeGetAttribute(nk, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    EXPECT_TRUE(av.priority == greatest, "a kernel node's priority reads back");
+    EXPECT_OK(cuGraphKernelNodeCopyAttributes(nk2, nk));
+    av = {};
+    EXPECT_OK(cuGraphKernelNodeGetAttribute(nk2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    EXPECT_TRUE(av.priority == greatest, "copied attributes read back");
+    EXPECT_OK(cuGraphKernelNodeSetParams(nk2, &k7));
+    av = {};
+    EXPECT_OK(cuGraphKernelNodeGetAttribute(nk2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    EXPECT_TRUE(av.priority == greatest, "new kernel parameters keep the attributes");
+    EXPECT_ERR(cuGraphKernelNodeGetAttribute(nm, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av),
+               CUDA_ERROR_INVALID_VALUE);
+
+    CUgraphExec xm = nullptr;
+    EXPECT_OK(cuGraphInstantiate(&xm, gm, 0));
+    EXPECT_OK(cuGraphLaunch(xm, s));
+    EXPECT_OK(cuGraphLaunch(xm, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(all_equal(h, 14), "allocated, zeroed, +7 twice, copied out, freed (twice)");
+    cuuint64_t used = 1, high = 0, zero = 0;
+    EXPECT_OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used));
+    EXPECT_TRUE(used == 0, "no graph memory outstanding after the free node");
+    EXPECT_OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &high));
+    EXPECT_TRUE(high >= kN * sizeof(int), "the high mark saw the allocation");
+    EXPECT_OK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+    EXPECT_ERR(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero),
+               CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuDeviceGraphMemTrim(dev));
+    EXPECT_OK(cuGraphExecDestroy(xm));
+    EXPECT_OK(cuGraphDestroy(gm));
+  }
 
   // ---- user objects
   CUuserObject uo = nullptr;

@@ -50,6 +50,7 @@ const std::vector<Checker>& checkers() {
     v.push_back(&check<RunCallbackMsg>);
     v.push_back(&check<DeviceOutputMsg>);
     v.push_back(&check<DeviceStderrMsg>);
+    v.push_back(&check<AsyncNotifyMsg>);
     return v;
   }();
   return all;

@@ -1,7 +1,8 @@
 // Graphs and stream capture through rgpu's libcuda.so.1 alone against rgpud's host backend, over
 // TCP and shared memory (tests/cuda/driver_graphs.cpp: graphs built node by node, their queries,
 // setters, update, enabling, clones and child graphs, capture into a new and into an existing
-// graph, user objects, the DOT description).
+// graph, user objects, the DOT description, memory alloc/free nodes and graph memory attributes,
+// kernel node attributes).
 #include <gtest/gtest.h>
 
 #include <string>
