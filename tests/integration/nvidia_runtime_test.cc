@@ -111,7 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"device_query", "tcp"}, Case{"flood_async", "tcp", {"200", "4096"}},
         Case{"overlap", "tcp"}, Case{"graphs", "tcp"}, Case{"graphs", "shm"},
         Case{"graphs_query", "tcp"}, Case{"graphs_more", "tcp"},
-        Case{"nvidia_libs", "tcp", {"handles"}}, Case{"nvidia_libs", "shm", {"handles"}}),
+        Case{"nvidia_libs", "tcp", {"handles"}}, Case{"nvidia_libs", "shm", {"handles"}},
+        Case{"vmm_runtime", "tcp"}, Case{"vmm_runtime", "shm"}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string name = std::string(i.param.program) + "_" + i.param.transport;
       for (const std::string& a : i.param.args) {
