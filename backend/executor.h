@@ -225,6 +225,36 @@ class Executor {
     return Status::fail(err::NotSupported, "this backend cannot map another session's memory");
   }
 
+  // ---- vmm
+  // The driver's virtual memory management calls for the program (server/vmm.cc): physical
+  // allocations named by a backend handle, mapped into ranges of a window the session reserved
+  // for them (nothing else mapped there).  Granularity of pinned device memory of `dev`.
+  virtual Status vmm_granularity(int, bool /*recommended*/, uint64_t& /*granularity*/) {
+    return Status::fail(err::NotSupported, "this backend has no virtual memory management");
+  }
+  // cuMemCreate: `size` bytes (a granularity multiple) of `dev`'s memory; `shareable` asks for a
+  // POSIX file descriptor handle type.
+  virtual Status vmm_create(int, uint64_t /*size*/, bool /*shareable*/, uint64_t& /*handle*/) {
+    return Status::fail(err::NotSupported, "this backend has no virtual memory management");
+  }
+  // Frees the memory once no mapping uses it (the session calls it when its last reference goes).
+  virtual Status vmm_release(int, uint64_t /*handle*/) {
+    return Status::fail(err::NotSupported, "this backend has no virtual memory management");
+  }
+  // Maps [addr, addr + size) onto the handle's memory from `offset`, accessible to nobody yet.
+  virtual Status vmm_map(int, uint64_t /*addr*/, uint64_t /*size*/, uint64_t /*offset*/,
+                         uint64_t /*handle*/) {
+    return Status::fail(err::NotSupported, "this backend has no virtual memory management");
+  }
+  virtual Status vmm_unmap(int, uint64_t /*addr*/, uint64_t /*size*/) {
+    return Status::fail(err::NotSupported, "this backend has no virtual memory management");
+  }
+  // cuMemSetAccess for GPU `peer` over mapped [addr, addr + size); `flags`: CUmemAccess_flags.
+  virtual Status vmm_set_access(int, uint64_t /*addr*/, uint64_t /*size*/, int /*peer*/,
+                                uint32_t /*flags*/) {
+    return Status::fail(err::NotSupported, "this backend has no virtual memory management");
+  }
+
   // ---- arrays
   // CUDA arrays, texture and surface objects (backend/{cuda,host}/*_arrays.*).  Handles are the
   // backend's (a CUarray / CUmipmappedArray, a CUtexObject / CUsurfObject).

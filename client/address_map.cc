@@ -126,7 +126,18 @@ bool AddressMap::device_range_ok(uint64_t p, uint64_t n, int* device) const {
   auto it = containing(device_, p);
   if (it == device_.end()) return false;
   const DeviceRange& r = it->second;
-  if (n > r.size - (p - r.base)) return false;
+  if (n > r.size - (p - r.base)) {
+    if (!r.vmm) return false;
+    uint64_t left = n - (r.size - (p - r.base));
+    for (auto next = std::next(it);; ++next) {
+      const DeviceRange& prev = std::prev(next)->second;
+      if (next == device_.end() || !next->second.vmm || next->first != prev.base + prev.size ||
+          next->second.device != r.device)
+        return false;
+      if (left <= next->second.size) break;
+      left -= next->second.size;
+    }
+  }
   if (device) *device = r.device;
   return true;
 }

@@ -25,6 +25,7 @@ struct DeviceRange {
   int device = 0;
   bool freeable = true;  // false for module variables (__device__, __constant__)
   uint64_t id = 0;       // set by add_device: unique in the process, never reused
+  bool vmm = false;      // a cuMemMap mapping: a range may run on into the mapping after it
 };
 
 struct HostRange {
@@ -49,7 +50,8 @@ class AddressMap {
   std::optional<DeviceRange> remove_device(uint64_t base);
   // The allocation containing p, if any.
   std::optional<DeviceRange> find_device(uint64_t p) const;
-  // True when [p, p+n) lies in one allocation of `device` (any device when device < 0).
+  // True when [p, p+n) lies in one allocation of `device` (any device when device < 0), or in
+  // cuMemMap mappings of one device that follow each other without a gap.
   bool device_range_ok(uint64_t p, uint64_t n, int* device) const;
   std::vector<DeviceRange> device_allocations(int device) const;
 
@@ -63,7 +65,7 @@ class AddressMap {
   mutable std::shared_mutex mu_;
   std::map<uint64_t, DeviceRange> device_;
   std::map<uint64_t, HostRange> host_;
-  uint64_t next_id_ = 1;  // the next range's id (CU_POINTER_ATTRIBUTE_BUFFER_ID)
+  uint64_t next_id_ = 1;                   // the next range's id (CU_POINTER_ATTRIBUTE_BUFFER_ID)
   std::map<uint64_t, uint64_t> reserved_;  // page ranges held PROT_NONE: base -> end
 };
 

@@ -136,6 +136,9 @@ CudaError Client::device_info(int dev, const DeviceInfo** out) {
     info->attrs[89] = 0;   // cudaDevAttrConcurrentManagedAccess
     info->attrs[100] = 0;  // cudaDevAttrPageableMemoryAccessUsesHostPageTables
     info->attrs[101] = 0;  // cudaDevAttrDirectManagedMemAccessFromHost
+    // Virtual memory management (client/vmm.cc): device memory, no fabric handles.
+    info->attrs[128] = 0;  // CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED
+    info->attrs[141] = 0;  // CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
     v.info = std::move(info);
   }
   *out = v.info.get();
@@ -161,6 +164,7 @@ CudaError Client::reset(int dev) {
   if (!l) return e;
   forget_pools(dev);
   managed_forget_device(dev);
+  vmm_forget_device(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
   return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});

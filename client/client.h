@@ -410,6 +410,27 @@ class Client {
   CudaError ipc_get_mem_handle(void* ptr, uint8_t* handle);
   CudaError ipc_open_mem_handle(const uint8_t* handle, int dev, void** ptr);
   CudaError ipc_close_mem_handle(void* ptr);
+  // ---- vmm (client/vmm.cc): the driver's virtual memory management.  A reservation lies in one
+  // device's window (`dev`: the current context's); handles are ids of this process, each naming
+  // a physical allocation of one device's server; mapped ranges are device memory in the address
+  // map (not freeable) for the copies, memsets and launches of every front-end.
+  struct VmmProperties {
+    int device = 0;
+    uint64_t size = 0;
+    uint32_t handle_types = 0;  // CUmemAllocationHandleType bits asked for
+  };
+  CudaError vmm_granularity(int dev, bool recommended, uint64_t* granularity);
+  CudaError vmm_reserve(int dev, uint64_t size, uint64_t alignment, uint64_t* addr);
+  CudaError vmm_address_free(uint64_t addr, uint64_t size);
+  CudaError vmm_create(int dev, uint64_t size, uint32_t handle_types, uint64_t* handle);
+  CudaError vmm_release(uint64_t handle);
+  CudaError vmm_map(uint64_t addr, uint64_t size, uint64_t offset, uint64_t handle);
+  CudaError vmm_unmap(uint64_t addr, uint64_t size);
+  // Access for virtual device `peer` (which must share the reservation's server).
+  CudaError vmm_set_access(uint64_t addr, uint64_t size, int peer, uint32_t flags);
+  CudaError vmm_get_access(uint64_t addr, int peer, uint32_t* flags);
+  CudaError vmm_retain(uint64_t addr, uint64_t* handle);
+  CudaError vmm_properties(uint64_t handle, VmmProperties* out);
   // ---- arrays (client/arrays.cc): CUDA arrays (ids chosen here: creation costs no round
   // trip), copies with array operands, texture and surface objects.  Descriptions are in the
   // driver's terms (CUarray_format, CUDA_ARRAY3D_* flags).
@@ -663,6 +684,19 @@ class Client {
                          const std::vector<PageRun>& protect_none);
   // Fetches the device's granules of [addr, addr + n) (all of them, or only the run at addr).
   CudaError managed_fetch(uint64_t addr, uint64_t n, bool all);
+  // ---- vmm (client/vmm.cc)
+  struct VmmReservation {
+    int device = 0;
+    uint64_t size = 0;
+  };
+  // The reservation holding [addr, addr + size) (size 0: addr only); false when there is none.
+  bool vmm_reservation_of(uint64_t addr, uint64_t size, VmmReservation* out);
+  void vmm_forget(const std::vector<uint64_t>& unmapped, const std::vector<uint64_t>& released);
+  void vmm_forget_device(int dev);  // cudaDeviceReset: the server released them
+  std::mutex vmm_mu_;
+  std::map<uint64_t, VmmProperties> vmm_handles_;     // live handles
+  std::map<uint64_t, VmmReservation> vmm_reserved_;   // by start address
+  uint64_t vmm_next_handle_ = 0x766d6d0000000001ull;  // "vmm" tag: a stray value is no handle
   // ---- ipc (client/ipc.cc)
   std::mutex ipc_mu_;
   std::set<uint64_t> ipc_imports_;  // bases of memory opened with cudaIpcOpenMemHandle

@@ -522,6 +522,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_drvlibs.h"  // NOLINT(build/include_order)
 #include "proto/messages_nvml.h"    // NOLINT(build/include_order)
 #include "proto/messages_notify.h"  // NOLINT(build/include_order)
+#include "proto/messages_vmm.h"     // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

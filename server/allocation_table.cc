@@ -9,7 +9,17 @@ bool AllocationTable::contains(uint64_t p, uint64_t size) const {
   uint64_t base = it->first, len = it->second.size;
   if (p < base) return false;
   uint64_t off = p - base;
-  return off <= len && size <= len - off;
+  if (off > len) return false;
+  if (size <= len - off) return true;
+  // Joinable ranges (mapped virtual memory) continue into the next one that starts at their end.
+  uint64_t left = size - (len - off);
+  while (it->second.joinable) {
+    uint64_t end = it->first + it->second.size;
+    if (++it == ranges_.end() || it->first != end || !it->second.joinable) return false;
+    if (left <= it->second.size) return true;
+    left -= it->second.size;
+  }
+  return false;
 }
 
 std::vector<uint64_t> AllocationTable::allocations() const {

@@ -12,9 +12,11 @@ namespace rgpu::server {
 
 class AllocationTable {
  public:
-  void add(uint64_t base, uint64_t size, bool freeable = true) {
+  // `joinable`: a range of mapped virtual memory (cuMemMap); a request may span such ranges that
+  // follow each other without a gap, as one mapping of a reservation.
+  void add(uint64_t base, uint64_t size, bool freeable = true, bool joinable = false) {
     remove(base);
-    ranges_[base] = {size, freeable};
+    ranges_[base] = {size, freeable, joinable};
     if (freeable) freeable_bytes_ += size;
   }
   bool remove(uint64_t base) {
@@ -31,7 +33,7 @@ class AllocationTable {
     auto it = ranges_.find(p);
     return it != ranges_.end() && it->second.freeable;
   }
-  // True when [p, p + size) lies inside one range.
+  // True when [p, p + size) lies inside one range (or joinable ranges without gaps).
   bool contains(uint64_t p, uint64_t size) const;
   // The freeable allocations (base addresses).
   std::vector<uint64_t> allocations() const;
@@ -44,6 +46,7 @@ class AllocationTable {
   struct Range {
     uint64_t size;
     bool freeable;
+    bool joinable;
   };
   std::map<uint64_t, Range> ranges_;
   uint64_t freeable_bytes_ = 0;

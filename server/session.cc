@@ -63,6 +63,7 @@ Session::~Session() {
   free_private();
   host_work_.stop();
   host_work_.drain();  // what host functions handed over (buffers back to their pools)
+  for (size_t d = 0; d < allocs_.size(); ++d) close_vmm(static_cast<uint32_t>(d));
   windows_.release_all();
   free_gates();
   for (auto& [id, seg] : shared_) {
@@ -479,6 +480,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   waiter_.wait_idle();  // no wait may use the device's handles while they go
   exec_.synchronize(dev);
   close_ipc_imports(q.device);
+  close_vmm(q.device);
   windows_.release_device(q.device);
   if (pools_) pools_->forget_device(q.device);
   allocs_[dev].clear();
@@ -508,6 +510,7 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
   if (config_.mem_limit) {  // --client-mem-limit
     uint64_t held = 0;
     for (const auto& t : allocs_) held += t.freeable_bytes();
+    for (const auto& [id, h] : vmm_handles_) held += h.size;  // cuMemCreate's (server/vmm.cc)
     if (q.size > config_.mem_limit || held > config_.mem_limit - q.size)
       return Status::fail(err::MemoryAllocation,
                           "allocating " + std::to_string(q.size) + " bytes would exceed rgpud's " +

@@ -340,6 +340,33 @@ class Session {
   // Exports by (GPU, mapping base).
   std::map<std::pair<uint32_t, uint64_t>, IpcExportRecord> ipc_tokens_;
   std::map<uint64_t, IpcImport> ipc_imports_;  // by mapping base
+  // ---- vmm (server/vmm.cc): the program's virtual memory management.  Physical allocations by
+  // the client's handle (references: the program's plus one per mapping), reservations and
+  // mappings by start address.  Mapped ranges enter allocs_ (joinable, not freeable) for each GPU
+  // given access.
+  struct VmmHandle {
+    uint32_t device = 0;
+    uint64_t backend = 0;  // the executor's handle
+    uint64_t size = 0;
+    uint32_t refs = 1;
+  };
+  struct VmmReservation {
+    uint32_t device = 0;
+    uint64_t size = 0;
+    uint64_t taken = 0, taken_size = 0;  // what the window gave (alignment beyond the granule)
+  };
+  struct VmmMapping {
+    uint32_t device = 0;
+    uint64_t size = 0;
+    uint64_t handle = 0;
+    std::map<uint32_t, uint32_t> access;  // GPU -> CUmemAccess_flags (absent: none)
+  };
+  void close_vmm(uint32_t dev);  // cudaDeviceReset, session end
+  Status vmm_unmap_one(uint64_t addr, std::vector<uint64_t>& released);
+  void vmm_unref(uint64_t handle, std::vector<uint64_t>* released);
+  std::map<uint64_t, VmmHandle> vmm_handles_;
+  std::map<uint64_t, VmmReservation> vmm_reserved_;
+  std::map<uint64_t, VmmMapping> vmm_mapped_;
   // ---- arrays (server/arrays.cc): arrays by client id, texture/surface objects by (GPU, value)
   struct ArrayRecord {
     uint32_t device;

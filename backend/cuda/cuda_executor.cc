@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_misc.h"
 #include "backend/cuda/cuda_notify.h"
 #include "backend/cuda/cuda_pools.h"
+#include "backend/cuda/cuda_vmm.h"
 #include "backend/gate.h"
 #include "common/log.h"
 
@@ -193,6 +194,33 @@ class CudaExecutor final : public Executor {
   // ---- notify (cuda_notify.h)
   Status set_async_notify(int dev, Notify fn) override {
     return notify_.set(drv_, dev_[dev], dev, std::move(fn));
+  }
+  // ---- vmm (cuda_vmm.h)
+  Status vmm_granularity(int dev, bool recommended, uint64_t& g) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_vmm_granularity(drv_, dev_[dev], recommended, g);
+  }
+  Status vmm_create(int dev, uint64_t size, bool shareable, uint64_t& handle) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_vmm_create(drv_, dev_[dev], size, shareable, handle);
+  }
+  Status vmm_release(int dev, uint64_t handle) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_vmm_release(drv_, handle);
+  }
+  Status vmm_map(int dev, uint64_t addr, uint64_t size, uint64_t offset, uint64_t handle) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_vmm_map(drv_, addr, size, offset, handle);
+  }
+  Status vmm_unmap(int dev, uint64_t addr, uint64_t size) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_vmm_unmap(drv_, addr, size);
+  }
+  Status vmm_set_access(int dev, uint64_t addr, uint64_t size, int peer, uint32_t flags) override {
+    if (peer < 0 || peer >= device_count())
+      return Status::fail(err::InvalidDevice, "cuMemSetAccess for a GPU this server lacks");
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_vmm_set_access(drv_, addr, size, dev_[peer], flags);
   }
   // ---- misc (cuda_misc.h)
   Status disable_peer_access(int dev, int peer) override {

@@ -28,6 +28,7 @@
 #include "backend/host/host_nvml.h"
 #include "backend/host/host_streams.h"
 #include "backend/notify_slot.h"
+#include "backend/host/host_vmm.h"
 
 namespace rgpu::backend {
 namespace {
@@ -160,6 +161,35 @@ class HostExecutor final : public Executor {
   Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     streams_[dev]->synchronize();
     return ipc_.close_import(addr, size);
+  }
+  // ---- vmm (host_vmm.h): physical allocations charged to the ledger like allocations
+  Status vmm_granularity(int, bool, uint64_t& granularity) override {
+    granularity = kGranule;
+    return Status::success();
+  }
+  Status vmm_create(int dev, uint64_t size, bool, uint64_t& handle) override {
+    if (slots_[dev] < 0 || !ledgers_[dev]->reserve(slots_[dev], size))
+      return Status::fail(err::MemoryAllocation, "host backend capacity exhausted");
+    Status s = vmm_.create(size, handle);
+    if (!s.ok()) ledgers_[dev]->release(slots_[dev], size);
+    return s;
+  }
+  Status vmm_release(int dev, uint64_t handle) override {
+    uint64_t size = vmm_.size_of(handle);
+    Status s = vmm_.release(handle);
+    if (s.ok()) ledgers_[dev]->release(slots_[dev], size);
+    return s;
+  }
+  Status vmm_map(int, uint64_t addr, uint64_t size, uint64_t offset, uint64_t handle) override {
+    return vmm_.map(addr, size, offset, handle);
+  }
+  Status vmm_unmap(int dev, uint64_t addr, uint64_t size) override {
+    streams_[dev]->synchronize();  // as mem_unmap: no host kernel touches it afterwards
+    return vmm_.unmap(addr, size);
+  }
+  Status vmm_set_access(int dev, uint64_t addr, uint64_t size, int peer, uint32_t flags) override {
+    // One address space serves every emulated GPU: the owning GPU's access is the protection.
+    return peer == dev ? vmm_.protect(addr, size, flags) : Status::success();
   }
   // ---- misc (host_misc.h)
   Status disable_peer_access(int dev, int peer) override { return misc_.disable_peer(dev, peer); }
@@ -696,6 +726,7 @@ class HostExecutor final : public Executor {
   std::vector<std::unique_ptr<HostStreams>> streams_;
   HostDeviceState state_;
   HostIpc ipc_;         // CUDA IPC (host_ipc.h)
+  HostVmm vmm_;         // virtual memory management (host_vmm.h)
   HostArrays arrays_;   // CUDA arrays, texture and surface objects (host_arrays.h)
   HostMisc misc_;       // peer access, atomics, shared events (host_misc.h)
   HostMemOps mem_ops_;  // stream memory operations (host_drvlibs.h)

@@ -27,6 +27,20 @@ TEST_P(Driver, DriverApiProgramPasses) {
   EXPECT_EQ(r.err.find("not supported by rgpu"), std::string::npos) << r.err;
 }
 
+// Virtual memory management (tests/cuda/driver_vmm.cpp): mappings back to back used as one range.
+TEST_P(Driver, VmmProgramPasses) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  env["DRIVER_VMM_BAD_HANDLES"] = "1";  // rgpu refuses handles that are none (NVIDIA's crashes)
+  env["DRIVER_VMM_RESET"] = "1";        // and releases everything at a device reset
+  Result r = run({cuda_program("driver_vmm")}, env, 60);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("driver_vmm: passed"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.err.find("not supported by rgpu"), std::string::npos) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Driver, ::testing::Values("tcp", "shm"));
 
 }  // namespace

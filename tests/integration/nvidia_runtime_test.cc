@@ -114,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"graphs_query", "tcp"}, Case{"graphs_more", "tcp"},
         // cuSOLVER's and cuSPARSE's runtimes load hundreds of modules at their first call
         Case{"nvidia_libs", "tcp", {"handles"}, 1, 140},
-        Case{"nvidia_libs", "shm", {"handles"}, 1, 140}),
+        Case{"nvidia_libs", "shm", {"handles"}, 1, 140}, Case{"vmm_runtime", "tcp"},
+        Case{"vmm_runtime", "shm"}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string name = std::string(i.param.program) + "_" + i.param.transport;
       for (const std::string& a : i.param.args) {

@@ -147,3 +147,56 @@ TEST(AddressWindowsConfig, BaseMustBeAnAlignedAddress) {
     EXPECT_NE(why.find("RGPU_VA_BASE"), std::string::npos);
   }
 }
+
+// cuMemMap mappings that follow each other are one range for copies and memsets; other ranges
+// (allocations, gaps, another device's mappings) are not joined.
+TEST(AddressMap, VmmMappingsJoin) {
+  AddressMap m;
+  const uint64_t base = 0x310000000000ull, g = 2u << 20;
+  DeviceRange a{base, g, 0, false};
+  a.vmm = true;
+  DeviceRange b = a;
+  b.base = base + g;
+  DeviceRange c = a;
+  c.base = base + 3 * g;  // a gap of one granule before it
+  ASSERT_TRUE(m.add_device(a));
+  ASSERT_TRUE(m.add_device(b));
+  ASSERT_TRUE(m.add_device(c));
+  int dev = -1;
+  EXPECT_TRUE(m.device_range_ok(base + g - 8, 16, &dev));
+  EXPECT_EQ(dev, 0);
+  EXPECT_TRUE(m.device_range_ok(base, 2 * g, nullptr));
+  EXPECT_FALSE(m.device_range_ok(base, 2 * g + 1, nullptr));  // into the gap
+  EXPECT_FALSE(m.device_range_ok(base + 2 * g - 8, g, nullptr));
+  DeviceRange d = a;
+  d.base = base + 4 * g;
+  d.device = 1;  // another device's mapping right after c
+  ASSERT_TRUE(m.add_device(d));
+  EXPECT_FALSE(m.device_range_ok(base + 4 * g - 8, 16, nullptr));
+  // A plain allocation is never joined, even right after a mapping.
+  ASSERT_TRUE(m.add_device(DeviceRange{base + 5 * g, g, 1}));
+  EXPECT_FALSE(m.device_range_ok(base + 5 * g - 8, 16, nullptr));
+  m.remove_device(b.base);
+  EXPECT_FALSE(m.device_range_ok(base + g - 8, 16, nullptr));
+}
+
+TEST(AllocationTable, JoinableRanges) {
+  rgpu::server::AllocationTable t;
+  const uint64_t g = 2u << 20, base = 0x500000000000ull;
+  t.add(base, g, false, true);
+  t.add(base + g, g, false, true);
+  t.add(base + 2 * g, g, true);  // an allocation right after: not joined
+  EXPECT_TRUE(t.contains(base + g - 4, 8));
+  EXPECT_TRUE(t.contains(base, 2 * g));
+  EXPECT_FALSE(t.contains(base, 2 * g + 1));
+  EXPECT_FALSE(t.contains(base + 3 * g - 4, 8));
+  EXPECT_EQ(t.freeable_bytes(), g);
+  EXPECT_FALSE(t.is_base(base));
+  t.remove(base + g);
+  EXPECT_FALSE(t.contains(base + g - 4, 8));
+  // Ordinary ranges side by side stay separate.
+  rgpu::server::AllocationTable u;
+  u.add(base, g);
+  u.add(base + g, g);
+  EXPECT_FALSE(u.contains(base + g - 4, 8));
+}
