@@ -1,7 +1,7 @@
 // rgpu bench's measuring program.  `rgpu bench` runs it twice, natively (NVIDIA's libcudart) and
 // through rgpu (rgpu's), so both are measured by the same code.  Results go to stdout as
 //   RESULT <op> <bytes> <value> <unit>
-// and progress to stderr.  Usage: rgpu-bench-worker [MAX_BYTES]
+// and progress to stderr.  Usage: rgpu-bench-worker [MAX_BYTES] | --peer [MAX_BYTES]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 extern "C" __global__ void bench_empty() {}
@@ -118,9 +119,94 @@ void bandwidth(size_t max_bytes) {
   cudaFreeHost(pinned);
 }
 
+// `rgpu bench --peer`: device 0 -> device 1 (two servers through rgpu), 4 B to max_bytes in
+// powers of 4.  peer_copy: cudaMemcpyPeer; relay: cudaMemcpy device 0 -> page-locked host memory
+// here, then host -> device 1.  Bandwidth for every size, the time of one copy (median) up to
+// 64 KiB.  A peer copy the servers refuse with cudaErrorNotSupported prints "UNSUPPORTED".
+void peer(size_t max_bytes) {
+  int n = 0;
+  check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
+  if (n < 2) {
+    fprintf(stderr, "bench worker: --peer needs two devices (RGPU_SERVERS with two servers)\n");
+    exit(1);
+  }
+  cudaDeviceProp p0, p1;
+  check(cudaGetDeviceProperties(&p0, 0), "cudaGetDeviceProperties");
+  check(cudaGetDeviceProperties(&p1, 1), "cudaGetDeviceProperties");
+  printf("DEVICE %s -> %s\n", p0.name, p1.name);
+  char *a, *b, *host;
+  check(cudaSetDevice(0), "cudaSetDevice(0)");
+  check(cudaMalloc(&a, max_bytes), "cudaMalloc on device 0");
+  check(cudaMemset(a, 3, max_bytes), "cudaMemset");
+  check(cudaMallocHost(&host, max_bytes), "cudaMallocHost");
+  check(cudaSetDevice(1), "cudaSetDevice(1)");
+  check(cudaMalloc(&b, max_bytes), "cudaMalloc on device 1");
+  bool peer_ok = true;
+  cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, 4);
+  if (e == cudaErrorNotSupported) {
+    printf("UNSUPPORTED peer_copy %s\n", cudaGetErrorName(e));
+    cudaGetLastError();
+    peer_ok = false;
+  } else {
+    check(e, "cudaMemcpyPeer");
+  }
+  auto measure = [&](const char* op, size_t bytes, const std::function<void()>& copy) {
+    copy();  // warm up
+    auto t0 = Clock::now();
+    copy();
+    double one = std::max(seconds(t0, Clock::now()), 1e-7);
+    int reps = static_cast<int>(std::min(2000.0, std::max(3.0, 0.25 / one)));
+    std::vector<double> each;
+    t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) {
+      auto c0 = Clock::now();
+      copy();
+      each.push_back(seconds(c0, Clock::now()) * 1e6);
+    }
+    double total = seconds(t0, Clock::now());
+    printf("RESULT %s %zu %.6g GB/s\n", op, bytes, bytes * reps / total / 1e9);
+    if (bytes <= (64u << 10)) {
+      std::sort(each.begin(), each.end());
+      printf("RESULT %s_lat %zu %.6g us\n", op, bytes, each[each.size() / 2]);
+    }
+    fflush(stdout);
+  };
+  for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+    if (peer_ok)
+      measure("peer_copy", bytes, [&] {
+        check(cudaMemcpyPeer(b, 1, a, 0, bytes), "cudaMemcpyPeer");
+        check(cudaDeviceSynchronize(), "sync");  // current device 1: the copy's destination
+      });
+    measure("relay", bytes, [&] {
+      check(cudaSetDevice(0), "cudaSetDevice(0)");
+      check(cudaMemcpy(host, a, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+      check(cudaSetDevice(1), "cudaSetDevice(1)");
+      check(cudaMemcpy(b, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+      check(cudaDeviceSynchronize(), "sync");  // host-to-device may return early
+    });
+    fprintf(stderr, "  cross-server copies of %zu bytes done\n", bytes);
+  }
+  // The relay really moved the bytes: device 1 holds device 0's pattern.
+  std::vector<char> back(std::min<size_t>(max_bytes, 4096));
+  check(cudaMemcpy(back.data(), b, back.size(), cudaMemcpyDeviceToHost), "check copy");
+  for (char c : back)
+    if (c != 3) {
+      fprintf(stderr, "bench worker: the relayed bytes differ from the source\n");
+      exit(1);
+    }
+  cudaFree(b);
+  check(cudaSetDevice(0), "cudaSetDevice(0)");
+  cudaFree(a);
+  cudaFreeHost(host);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--peer") == 0) {
+    peer(argc > 2 ? strtoull(argv[2], nullptr, 10) : (1ull << 30));
+    return 0;
+  }
   size_t max_bytes = argc > 1 ? strtoull(argv[1], nullptr, 10) : (1ull << 30);
   int n = 0;
   check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");

@@ -1,7 +1,5 @@
 #include "cli/bench.h"
 
-#include "cli/bench_app.h"
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "cli/bench_app.h"
+#include "cli/bench_peer.h"
 #include "client/client.h"
 #include "client/config.h"
 #include "common/strings.h"
@@ -281,6 +281,7 @@ void print_tls_rows(const std::vector<Result>& all, const std::string& server, u
 void usage() {
   fprintf(stderr,
           "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png] [--tls HOST:PORT]\n"
+          "       rgpu bench --peer [--max-size SIZE] [--json FILE]\n"
           "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
           "  rate, cudaMalloc+cudaFree pairs per second (4 KiB to 64 MiB), and host<->device copy\n"
           "  bandwidth (pinned and pageable, 4 B to --max-size,\n"
@@ -290,7 +291,11 @@ void usage() {
           "  --tls-cert; RGPU_TLS_CA, RGPU_TLS_CERT/KEY and RGPU_TOKEN as for any client), with\n"
           "  the TLS cost against plain TCP in the same run.\n"
           "  When python3 can import torch, also the median step time of a small CNN's training\n"
-          "  (examples/torch_train.py, batch 64) natively and through rgpu; --no-app skips it.\n");
+          "  (examples/torch_train.py, batch 64) natively and through rgpu; --no-app skips it.\n"
+          "  --peer: copies from device 0 to device 1 of RGPU_SERVERS, on two servers (4 B to\n"
+          "  --max-size in powers of 4): cudaMemcpyPeer between the servers, relaying through\n"
+          "  this client (D2H then H2D), and a raw TCP stream to the second server's address\n"
+          "  (when it is on this machine); bandwidth, latency up to 64 KiB, and ratios.\n");
 }
 
 }  // namespace
@@ -298,12 +303,15 @@ void usage() {
 int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) {
   uint64_t max_bytes = 1ull << 30;
   std::string json, plot, tls_server;
-  bool app = true;
+  bool app = true, peer = false;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--no-app") {
       app = false;
-    } else if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") && i + 1 < argc) {
+    } else if (a == "--peer") {
+      peer = true;
+    } else if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") &&
+               i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--tls") {
         if (!parse_host_port(v)) {
@@ -340,6 +348,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     fprintf(stderr, "rgpu bench: the measuring program rgpu-bench-worker is not installed\n");
     return 1;
   }
+  if (peer) return bench_peer(worker, lib_dir, max_bytes, json);
   const char* servers = getenv("RGPU_SERVERS");
   std::vector<std::string> errors;
   auto devices = client::parse_servers(servers ? servers : "127.0.0.1:7766", errors);
@@ -393,7 +402,8 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   // The application row: the small CNN's step time (PyTorch reads CUDA_VISIBLE_DEVICES itself,
   // so the rgpu runs leave it alone; rgpu's libraries come first on the library path).
   const std::string script = app ? find_train_script(exe_dir) : "";
-  if (app && script.empty()) notes.push_back("CNN step: skipped, examples/torch_train.py not found");
+  if (app && script.empty())
+    notes.push_back("CNN step: skipped, examples/torch_train.py not found");
   if (!script.empty() && system("python3 -c 'import torch' >/dev/null 2>&1") == 0) {
     const int steps = 60;
     fprintf(stderr, "rgpu bench: a small CNN's training steps (PyTorch)...\n");
@@ -401,8 +411,8 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
       if (auto ms = cnn_step_ms(script, {}, steps))
         all.push_back({"cnn_step", 0, "native", *ms, "ms", ""});
     for (const std::string& t : transports)
-      if (auto ms = cnn_step_ms(script, {{"LD_LIBRARY_PATH", lib_dir}, {"RGPU_TRANSPORT", t}},
-                                steps))
+      if (auto ms =
+              cnn_step_ms(script, {{"LD_LIBRARY_PATH", lib_dir}, {"RGPU_TRANSPORT", t}}, steps))
         all.push_back({"cnn_step", 0, "rgpu", *ms, "ms", t});
   } else if (!script.empty()) {
     notes.push_back("CNN step: skipped, python3 cannot import torch");

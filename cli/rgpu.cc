@@ -32,6 +32,8 @@ void usage(FILE* out) {
       "       rgpu ping [-n COUNT]              time a synchronous call to each device's server\n"
       "       rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png]\n"
       "                                         native vs rgpu vs raw link, in one run\n"
+      "       rgpu bench --peer [--max-size SIZE] [--json FILE]\n"
+      "                                         copies between two servers' GPUs\n"
       "       rgpu --version\n"
       "Environment: RGPU_SERVERS (default 127.0.0.1:%d), RGPU_TOKEN, RGPU_LOG\n",
       7766);

@@ -52,6 +52,8 @@ Client::Client(bool configured)
     auto it = by_address.find(key);
     if (it == by_address.end()) {
       links_.push_back(std::make_unique<ServerLink>(d.host, d.port, cfg.token, cfg.timeout_s));
+      ServerLink* l = links_.back().get();
+      l->set_failure_hook([this, l](const std::string& why) { event_link_lost(l, why); });
       it = by_address.emplace(key, links_.back().get()).first;
     }
     v.link = it->second;

@@ -645,6 +645,17 @@ class Client {
   std::vector<Virtual> devices_;
   uint64_t eager_bytes_ = 0;
   std::vector<std::unique_ptr<ServerLink>> links_;
+  // Stream waits for another server's event (client/xwaits.cc): gates not yet opened, by id.
+  struct CrossWait {
+    ServerLink* event_link;
+    ServerLink* stream_link;
+  };
+  std::mutex xwait_mu_;
+  std::map<uint64_t, CrossWait> xwaits_;
+  uint64_t next_gate_ = 1;
+  CudaError cross_server_wait(const Stream& s, Event* ev);
+  void open_cross_gate(uint64_t gate, CudaError error, const std::string& why);
+  void event_link_lost(ServerLink* l, const std::string& why);
   std::mutex info_mu_;
   AddressMap map_;
   ModuleStore modules_;

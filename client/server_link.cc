@@ -204,9 +204,9 @@ CudaError ServerLink::connect_locked() {
 }
 
 void ServerLink::fail_link(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (state_ == err::Success)
-    LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool first = state_ == err::Success;
+  if (first) LOG_ERROR("lost the connection to rgpud at %s: %s", address().c_str(), why.c_str());
   state_ = err::DevicesUnavailable;
   failed_.store(true, std::memory_order_release);
   // Every waiter is woken, except one whose buffers the receiver may still be writing: the
@@ -228,6 +228,8 @@ void ServerLink::fail_link(const std::string& why) {
   // After the reason is recorded (the receiver's own failure, which this causes, is not the
   // story); a receiver blocked in a waiter's buffers returns from them.
   if (conn_) conn_->shutdown();
+  lock.unlock();
+  if (first && on_failure_) on_failure_(why);  // e.g. streams of other servers waiting for us
 }
 
 void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, Pending& p) {
@@ -406,6 +408,13 @@ uint64_t ServerLink::keep_callback(std::function<void()> fn) {
 }
 
 CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn) {
+  return callback_request(static_cast<uint16_t>(MsgId::HostFunc), std::move(fn), [&](uint64_t id) {
+    return encode_message(HostFuncReq{gpu, stream, id});
+  });
+}
+
+CudaError ServerLink::callback_request(uint16_t type, std::function<void()> fn,
+                                       const std::function<std::vector<uint8_t>(uint64_t)>& body) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
   const uint64_t id = new_id();
   {
@@ -415,8 +424,7 @@ CudaError ServerLink::host_func(uint32_t gpu, uint64_t stream, std::function<voi
   }
   note_request(static_cast<uint16_t>(MsgId::HostFunc), false, 0, 0);
   try {
-    send_frame(static_cast<uint16_t>(MsgId::HostFunc), 0, chan_->next_request_id(),
-               encode_message(HostFuncReq{gpu, stream, id}), nullptr, 0);
+    send_frame(type, 0, chan_->next_request_id(), body(id), nullptr, 0);
   } catch (const std::exception& ex) {
     fail_link(ex.what());
     return err::DevicesUnavailable;

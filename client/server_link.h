@@ -98,6 +98,13 @@ class ServerLink {
 
   // Queues a host function: `fn` runs on the callback thread when the stream reaches it.
   CudaError host_func(uint32_t gpu, uint64_t stream, std::function<void()> fn);
+  // `fn` runs on the callback thread once the work recorded in `event` so far is done
+  // (EventNotify; at once for an event never recorded).  In client/xwaits.cc.
+  CudaError event_notify(uint32_t gpu, uint64_t event, std::function<void()> fn);
+  // Called once, by whichever thread notices, when the link is lost (set before first use).
+  void set_failure_hook(std::function<void(const std::string& why)> hook) {
+    on_failure_ = std::move(hook);
+  }
   // A host function of a graph node: kept, run each time the server names it in a replay
   // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
   uint64_t keep_callback(std::function<void()> fn);
@@ -128,10 +135,13 @@ class ServerLink {
   CudaError transact(uint16_t type, const char* name, bool sync, std::vector<uint8_t> body,
                      const iovec* out, int n_out, const iovec* in, int n_in, Decoder decode,
                      void* rep);
+  // Registers `fn` under a fresh callback id and sends request `type` with body(id).
+  CudaError callback_request(uint16_t type, std::function<void()> fn,
+                             const std::function<std::vector<uint8_t>(uint64_t)>& body);
   CudaError transact_async_data(uint16_t type, std::vector<uint8_t> body, std::vector<iovec> rows,
                                 uint64_t width);
-  CudaError send_frame(uint16_t type, uint16_t flags, uint64_t id,
-                       const std::vector<uint8_t>& body, const iovec* out, int n_out);
+  CudaError send_frame(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
+                       const iovec* out, int n_out);
   // False (logged once by name) when the server did not list `type` in its handshake: an older
   // server, which the call must not reach.
   bool server_knows(uint16_t type, const char* name);
@@ -188,6 +198,7 @@ class ServerLink {
   NotifySink notify_sink_;             // AsyncNotify frames (set_notify_sink)
   std::set<uint16_t> unknown_logged_;  // frame types already logged as unknown (either way)
   std::thread receiver_, callback_thread_;
+  std::function<void(const std::string&)> on_failure_;
 };
 
 }  // namespace rgpu::client

@@ -127,10 +127,8 @@ CudaError Client::stream_query(const Stream& s) {
 CudaError Client::stream_wait_event(const Stream& s, Event* event) {
   Event* ev = find_event(event);
   if (!ev) return kInvalidResourceHandle;
-  if (ev->device != s.device) {
-    // Events of another GPU on the same server work there too; across servers they cannot.
-    if (devices_[ev->device].link != devices_[s.device].link) return err::NotSupported;
-  }
+  // Events of another GPU on the same server work there too; across servers the client relays.
+  if (devices_[ev->device].link != devices_[s.device].link) return cross_server_wait(s, ev);
   CudaError e;
   ServerLink* l = link(s.device, &e);
   if (!l) return e;

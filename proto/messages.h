@@ -523,6 +523,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_nvml.h"    // NOLINT(build/include_order)
 #include "proto/messages_notify.h"  // NOLINT(build/include_order)
 #include "proto/messages_vmm.h"     // NOLINT(build/include_order)
+#include "proto/messages_xorder.h"  // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

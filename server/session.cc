@@ -182,6 +182,12 @@ void Session::read_loop() {
         }
         continue;
       }
+      if (r.header.type == static_cast<uint16_t>(MsgId::GateOpen)) {
+        // Here too: a stream waits for it (a wait for another server's event, server/xwaits.cc).
+        if (r.header.payload_len) throw ProtoError("GateOpen with a payload");
+        on_gate_open(decode_message<GateOpenReq>(r.body.data(), r.body.size()));
+        continue;
+      }
       Mode mode;
       Payload direction;
       if (!msg_info(r.header.type, &mode, &direction)) {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,25 @@ class Session {
   std::vector<uint32_t*> gate_pages_;
   size_t gate_used_ = 0;  // words used in the last page
   bool cancelled_ = false;
+  uint32_t* new_gate_word();  // the dispatcher's; zero, never reused within the session
+  // Stream waits for another server's event (server/xwaits.cc).  A stream's n-th such wait waits
+  // for its word to reach n; GateOpens may come in any order, so the word moves only over gates
+  // opened in a row (`early` holds the others).  Guarded by cb_mu_.
+  struct XGate {
+    uint32_t* word = nullptr;
+    uint32_t issued = 0, opened = 0;
+    std::set<uint32_t> early;
+  };
+  struct XWait {
+    XGate* gate;
+    uint32_t seq;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, XGate> xgates_;  // by (GPU, client stream id)
+  std::map<uint64_t, XWait> xwaiting_;      // by the client's gate id: waits not yet opened
+  std::set<uint64_t> xearly_;               // gates opened before their StreamGateWait was served
+  std::set<uint64_t> xdropped_;             // gates whose StreamGateWait failed
+  void xgate_pass(XGate& g, uint32_t seq);  // cb_mu_ held
+  void on_gate_open(const proto::GateOpenReq& q);  // the reader's
   // Asynchronous payload bytes of the request being served not yet given back by PayloadDone.
   uint64_t credit_left_ = 0;
   std::atomic<uint64_t> pending_credit_{0};  // given back, not yet told (payload_done)

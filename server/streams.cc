@@ -165,9 +165,7 @@ Status Session::on(EventElapsedMsg, const EventElapsedReq& q, EventElapsedRep& r
 // -------------------------------------------------------------------------------
 
 Status Session::gate_for(uint32_t dev, uint64_t stream_id, Gate*& gate) {
-  // Called by the dispatcher only; words are handed out 1024 to a page and never reused within
-  // the session (a stream may still be waiting at a destroyed stream's gate).
-  constexpr size_t kWords = 1024;
+  // Called by the dispatcher only.
   auto key = std::make_pair(dev, stream_id);
   {
     std::lock_guard<std::mutex> lock(cb_mu_);
@@ -177,16 +175,25 @@ Status Session::gate_for(uint32_t dev, uint64_t stream_id, Gate*& gate) {
       return Status::success();
     }
   }
+  uint32_t* word = new_gate_word();
+  if (!word) return Status::fail(err::MemoryAllocation, "cannot allocate gate memory");
+  std::lock_guard<std::mutex> lock(cb_mu_);
+  gate = &gates_[key];
+  gate->word = word;
+  return Status::success();
+}
+
+uint32_t* Session::new_gate_word() {
+  // Words are handed out 1024 to a page and never reused within the session (a stream may still
+  // be waiting at a destroyed stream's gate).
+  constexpr size_t kWords = 1024;
   if (gate_pages_.empty() || gate_used_ == kWords) {
     uint32_t* page = exec_.alloc_gate_words(kWords);  // a backend call: no lock held
-    if (!page) return Status::fail(err::MemoryAllocation, "cannot allocate gate memory");
+    if (!page) return nullptr;
     gate_pages_.push_back(page);
     gate_used_ = 0;
   }
-  std::lock_guard<std::mutex> lock(cb_mu_);
-  gate = &gates_[key];
-  gate->word = gate_pages_.back() + gate_used_++;
-  return Status::success();
+  return gate_pages_.back() + gate_used_++;
 }
 
 Status Session::on(HostFuncMsg, const HostFuncReq& q, Empty&) {
@@ -226,6 +233,8 @@ void Session::cancel_callbacks() {
   std::lock_guard<std::mutex> lock(cb_mu_);
   cancelled_ = true;
   for (auto& [key, g] : gates_) backend::open_gate(g.word, g.issued);
+  for (auto& [key, g] : xgates_) backend::open_gate(g.word, g.issued);  // waits for other servers
+  xwaiting_.clear();
   callbacks_.clear();
 }
 

@@ -1,0 +1,253 @@
+// rgpu bench --peer: copies between GPUs of two servers (devices 0 and 1 of RGPU_SERVERS), in one
+// run: cudaMemcpyPeer (server to server), the relay through this client (device 0 -> host ->
+// device 1), and the raw link (a TCP stream between two processes to the second server's address,
+// when that address is on this machine).
+#include "cli/bench_peer.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/config.h"
+#include "transport/tcp/tcp.h"
+
+namespace rgpu::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Row {
+  double gbs = 0, us = 0;  // 0: not measured
+};
+using Rows = std::map<uint64_t, Row>;  // by bytes
+
+std::string human(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 3) v /= 1024, ++u;
+  char s[32];
+  snprintf(s, sizeof s, "%g %s", v, units[u]);
+  return s;
+}
+
+// The worker through rgpu; fills `peer` and `relay`; `unsupported` when the servers refused the
+// peer copy.  False when the run failed.
+bool run_worker(const std::string& worker, const char* lib_dir, uint64_t max_bytes, Rows& peer,
+                Rows& relay, bool& unsupported, std::string& device) {
+  int out[2];
+  if (pipe(out) != 0) return false;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    setenv("LD_LIBRARY_PATH", lib_dir, 1);
+    std::string arg = std::to_string(max_bytes);
+    execl(worker.c_str(), worker.c_str(), "--peer", arg.c_str(), static_cast<char*>(nullptr));
+    fprintf(stderr, "rgpu bench: cannot run %s: %s\n", worker.c_str(), strerror(errno));
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    char op[64], unit[32];
+    unsigned long long bytes;
+    double value;
+    if (sscanf(line, "RESULT %63s %llu %lf %31s", op, &bytes, &value, unit) == 4) {
+      std::string o = op;
+      Rows& rows = o.rfind("peer_copy", 0) == 0 ? peer : relay;
+      (o.size() > 4 && o.compare(o.size() - 4, 4, "_lat") == 0 ? rows[bytes].us : rows[bytes].gbs) =
+          value;
+    } else if (strncmp(line, "UNSUPPORTED peer_copy", 21) == 0) {
+      unsupported = true;
+    } else if (strncmp(line, "DEVICE ", 7) == 0) {
+      device = std::string(line + 7, strcspn(line + 7, "\n"));
+    }
+  }
+  if (f) fclose(f);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "rgpu bench: the cross-server run failed (status %d)\n", st);
+    return false;
+  }
+  return true;
+}
+
+// The raw link: a child process listens on `host` (which must be an address of this machine: a
+// listener cannot bind elsewhere) and this one streams to it.  Each transfer is `bytes` across
+// then a one-byte acknowledgement, as a copy's whole time.
+bool measure_link(const std::string& host, uint64_t max_bytes, Rows& link, std::string& why) {
+  std::unique_ptr<transport::Listener> listener;
+  try {
+    listener = transport::tcp_listen(host, 0);
+  } catch (const std::exception& e) {
+    why = "cannot listen on " + host + " (" + e.what() + "): not an address of this machine";
+    return false;
+  }
+  const uint16_t port = listener->port();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int rc = 0;
+    try {
+      std::unique_ptr<transport::Connection> c;
+      while (!c) c = listener->accept();  // nullptr: interrupted
+      std::vector<char> buf(max_bytes);
+      for (;;) {
+        uint64_t n = 0;
+        c->recv(&n, sizeof n);
+        if (n == 0 || n > max_bytes) break;
+        c->recv(buf.data(), n);
+        c->send("k", 1);
+      }
+    } catch (...) {
+      rc = 1;
+    }
+    _exit(rc);
+  }
+  listener.reset();
+  bool ok = true;
+  try {
+    auto c = transport::tcp_connect(host, port, 10);
+    std::vector<char> src(max_bytes, 1);
+    for (uint64_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+      std::vector<double> each;
+      auto transfer = [&] {
+        auto t0 = Clock::now();
+        c->send(&bytes, sizeof bytes);
+        c->send(src.data(), bytes);
+        char k;
+        c->recv(&k, 1);
+        each.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      };
+      transfer();
+      double one = std::max(each.back() / 1e6, 1e-7);
+      int reps = static_cast<int>(std::min(2000.0, std::max(3.0, 0.25 / one)));
+      each.clear();
+      auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) transfer();
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      link[bytes].gbs = bytes * reps / s / 1e9;
+      if (bytes <= (64u << 10)) {
+        std::sort(each.begin(), each.end());
+        link[bytes].us = each[each.size() / 2];
+      }
+    }
+    uint64_t end = 0;
+    c->send(&end, sizeof end);
+  } catch (const std::exception& e) {
+    why = std::string("raw TCP stream to ") + host + " failed: " + e.what();
+    ok = false;
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return ok;
+}
+
+std::string gbs(const Rows& r, uint64_t b) {
+  auto it = r.find(b);
+  if (it == r.end() || it->second.gbs == 0) return "-";
+  char s[32];
+  snprintf(s, sizeof s, "%.3g GB/s", it->second.gbs);
+  return s;
+}
+std::string us(const Rows& r, uint64_t b) {
+  auto it = r.find(b);
+  if (it == r.end() || it->second.us == 0) return "-";
+  char s[32];
+  snprintf(s, sizeof s, "%.3g us", it->second.us);
+  return s;
+}
+// a / b, of bandwidths (`lat`: of times).
+std::string ratio(const Rows& a, const Rows& b, uint64_t bytes, bool lat) {
+  auto x = a.find(bytes), y = b.find(bytes);
+  if (x == a.end() || y == b.end()) return "-";
+  double p = lat ? x->second.us : x->second.gbs, q = lat ? y->second.us : y->second.gbs;
+  if (p == 0 || q == 0) return "-";
+  char s[16];
+  snprintf(s, sizeof s, "%.2f", p / q);
+  return s;
+}
+
+void write_json(const std::string& path, const std::map<std::string, const Rows*>& all) {
+  std::ofstream out(path);
+  out << "[\n";
+  bool first = true;
+  for (auto& [mode, rows] : all)
+    for (auto& [bytes, r] : *rows)
+      for (int lat = 0; lat < 2; ++lat) {
+        double v = lat ? r.us : r.gbs;
+        if (v == 0) continue;
+        out << (first ? "" : ",\n") << "  {\"op\": \"" << (lat ? "cross_lat" : "cross")
+            << "\", \"bytes\": " << bytes << ", \"mode\": \"" << mode << "\", \"value\": " << v
+            << ", \"unit\": \"" << (lat ? "us" : "GB/s") << "\"}";
+        first = false;
+      }
+  out << "\n]\n";
+}
+
+}  // namespace
+
+int bench_peer(const std::string& worker, const char* lib_dir, uint64_t max_bytes,
+               const std::string& json) {
+  const char* servers = getenv("RGPU_SERVERS");
+  std::vector<std::string> errors;
+  auto devices = client::parse_servers(servers ? servers : "", errors);
+  if (devices.size() < 2 ||
+      (devices[0].host == devices[1].host && devices[0].port == devices[1].port)) {
+    fprintf(stderr,
+            "rgpu bench --peer: needs devices 0 and 1 on two servers, e.g. "
+            "RGPU_SERVERS=hostA:7766/0,hostB:7766/0 (on one machine with two GPUs: rgpud --gpus 0 "
+            "--listen :7766 and rgpud --gpus 1 --listen :7767)\n");
+    return 2;
+  }
+  Rows peer, relay, link;
+  bool unsupported = false;
+  std::string device, link_why;
+  fprintf(stderr, "rgpu bench --peer: %s -> %s through rgpu...\n", devices[0].text.c_str(),
+          devices[1].text.c_str());
+  const bool worker_ok = run_worker(worker, lib_dir, max_bytes, peer, relay, unsupported, device);
+  fprintf(stderr, "rgpu bench --peer: raw TCP stream to %s...\n", devices[1].host.c_str());
+  const bool link_ok = measure_link(devices[1].host, max_bytes, link, link_why);
+
+  printf("\nrgpu bench --peer — %s -> %s (%s)\n", devices[0].text.c_str(), devices[1].text.c_str(),
+         device.empty() ? "?" : device.c_str());
+  printf("bandwidth:\n%-9s %14s %14s %14s %11s %10s %11s\n", "bytes", "peer copy", "relay (client)",
+         "raw link", "peer/relay", "peer/link", "relay/link");
+  for (uint64_t b = 4; b <= max_bytes; b *= 4)
+    printf("%-9s %14s %14s %14s %11s %10s %11s\n", human(b).c_str(),
+           unsupported ? "not supported" : gbs(peer, b).c_str(), gbs(relay, b).c_str(),
+           gbs(link, b).c_str(), ratio(peer, relay, b, false).c_str(),
+           ratio(peer, link, b, false).c_str(), ratio(relay, link, b, false).c_str());
+  printf("latency (one copy, median):\n%-9s %14s %14s %14s %11s %10s %11s\n", "bytes", "peer copy",
+         "relay (client)", "raw link", "peer/relay", "peer/link", "relay/link");
+  for (uint64_t b = 4; b <= max_bytes && b <= (64u << 10); b *= 4)
+    printf("%-9s %14s %14s %14s %11s %10s %11s\n", human(b).c_str(),
+           unsupported ? "not supported" : us(peer, b).c_str(), us(relay, b).c_str(),
+           us(link, b).c_str(), ratio(peer, relay, b, true).c_str(),
+           ratio(peer, link, b, true).c_str(), ratio(relay, link, b, true).c_str());
+  if (unsupported)
+    printf("note: peer copy: not supported by these servers (cudaErrorNotSupported)\n");
+  if (!link_ok) printf("note: raw link: %s\n", link_why.c_str());
+  if (!json.empty()) write_json(json, {{"peer", &peer}, {"relay", &relay}, {"link", &link}});
+  // The relay must work, and the raw link wherever it could be measured (an address of this
+  // machine); the peer copy may be unsupported.
+  const bool link_local = link_why.empty() || link_why.rfind("cannot listen", 0) != 0;
+  if (!worker_ok || relay.empty()) return 1;
+  if (link_local && (!link_ok || link.empty())) return 1;
+  return 0;
+}
+
+}  // namespace rgpu::cli
