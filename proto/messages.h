@@ -521,6 +521,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_misc.h"    // NOLINT(build/include_order)
 #include "proto/messages_drvlibs.h"  // NOLINT(build/include_order)
 #include "proto/messages_nvml.h"    // NOLINT(build/include_order)
+#include "proto/messages_peer.h"    // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

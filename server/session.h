@@ -37,6 +37,8 @@
 #include "server/outbox.h"
 #include "server/output_capture.h"
 #include "server/payload.h"
+#include "server/peer_copy.h"
+#include "server/peer_host.h"
 #include "server/waiter.h"
 #include "transport/connection.h"
 
@@ -353,6 +355,14 @@ class Session {
   Status copy_side(uint32_t dev, uint64_t array, uint64_t ptr, uint64_t pitch, uint64_t rows,
                    uint64_t x, uint64_t y, uint64_t z, uint64_t width, uint64_t height,
                    uint64_t depth, backend::Executor::CopySide& out) const;
+
+  // ---- peer (server/peer.cc): server-to-server copies; their threads end before the session's
+  // GPU state goes (stop_peers)
+  StagingPool& peer_pool();
+  void stop_peers();
+  std::unique_ptr<StagingPool> peer_pool_;
+  std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
+  std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end
 
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;
