@@ -31,7 +31,7 @@ class PeerHost {
   PeerHost(const PeerHost&) = delete;
   PeerHost& operator=(const PeerHost&) = delete;
 
-  static constexpr uint32_t kTicketMs = 30000;
+  static constexpr uint32_t kTicketMs = 600000;  // a copy may wait behind its stream's work
   // A ticket for rows already checked against the session's allocations (the dispatcher's call:
   // it alone uses the control socket).
   backend::Status issue(const PeerRows& rows, bool write, proto::PeerTicketRep& rep);

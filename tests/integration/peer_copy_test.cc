@@ -176,7 +176,6 @@ TEST(PeerTickets, ForgedUsedAndInventedTicketsAreRefused) {
                   encode_message(PeerWriteReq{0, 4096}), &v, 1);
     EXPECT_EQ(peer.call(MsgId::PeerFinish, Empty{}, e, &why), 800) << why;
   }
-  std::vector<uint8_t> after(4096);
   EXPECT_EQ(client.call(MsgId::PeerAttach, PeerAttachReq{t3.id, t3.secret}, ok, &why), 801);
   {
     // The memory is unchanged.
