@@ -3,8 +3,13 @@
 // stream of either device, cudaMemcpy/cudaMemcpyAsync with cudaMemcpyDefault and
 // DeviceToDevice, 2-D copies; odd sizes and offsets; stream order (a kernel before the copy on
 // its stream, a kernel after it); bytes compared.  "kill" mode: 1 -> 0 copies of 256 MiB until
-// one fails (the test kills a server meanwhile) and prints the error.
+// one fails (the test kills a server meanwhile) and prints the error and whether the runtime's
+// log named the server.
+#include <unistd.h>
+
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "async_common.h"
@@ -68,7 +73,18 @@ bool one(int how, int s, int d, size_t n, size_t so, size_t doff, unsigned seed)
   return ok;
 }
 
+std::mutex g_log_mu;
+std::string g_log;  // what the runtime logged (cudaLogsRegisterCallback)
+
+void CUDART_CB on_log(void*, cudaLogLevel, char* message, size_t length) {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  g_log.append(message, strnlen(message, length));
+  g_log += '\n';
+}
+
 int kill_mode() {
+  cudaLogsCallbackHandle handle;
+  REQUIRE_OK(cudaLogsRegisterCallback(on_log, nullptr, &handle));
   const size_t n = 256u << 20;
   void *a, *b;
   REQUIRE_OK(cudaSetDevice(0));
@@ -83,6 +99,13 @@ int kill_mode() {
     cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n);  // server 1 pulls from server 0
     if (e != cudaSuccess) {
       printf("copy failed: %s\n", cudaGetErrorName(e));
+      usleep(300 * 1000);  // log callbacks run on a thread of their own
+      // The error names the server that went away: device 0's RGPU_SERVERS entry.
+      const char* servers = getenv("RGPU_SERVERS");
+      std::string first = servers ? std::string(servers).substr(0, std::string(servers).find(',')) : "?";
+      std::lock_guard<std::mutex> lock(g_log_mu);
+      printf("names the server: %s\n", g_log.find(first) != std::string::npos ? "yes" : "no");
+      printf("%s", g_log.c_str());
       return 0;
     }
   }

@@ -57,6 +57,8 @@ TEST_P(PeerKill, AServerGoneMidCopyIsAnErrorWithinSeconds) {
   ASSERT_TRUE(prog.wait_line("copy failed", 20, &line)) << "no error after the server died";
   auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - killed).count();
   EXPECT_LT(took, 12) << line;
+  ASSERT_TRUE(prog.wait_line("names the server: ", 10, &line));
+  EXPECT_NE(line.find("yes"), std::string::npos) << "the error does not name " << a.servers();
   EXPECT_TRUE(b.alive());
   // The active server's session is still there for the client, and serves it: its copy ended.
   EXPECT_FALSE(live_children(b.pid()).empty());
