@@ -426,6 +426,8 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
     case CopyKind::DeviceToDevice: {
       if (!d_ok || !s_ok) return err::InvalidValue;
       if (ddev != sdev) {
+        if (height > 1 && devices_[ddev].link != devices_[sdev].link)
+          return memcpy_across(dst, ddev, dpitch, src, sdev, spitch, width, height, nullptr);
         if (height > 1) return err::NotSupported;
         // Between two GPUs: on the destination's legacy stream, synchronously like cudaMemcpy.
         CudaError e = memcpy_peer(dst, ddev, src, sdev, width, nullptr);

@@ -253,6 +253,11 @@ class Client {
   CudaError host_func(const Stream& s, std::function<void()> fn);
   CudaError memcpy_peer(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
                         const Stream* s);
+  // Between GPUs of two servers (client/peer_copy.cc): rows of `width` bytes, server to server,
+  // on `s` (its device is one of the two), or without a stream on the destination's legacy
+  // stream, then waited for.  Ranges are checked by the caller.
+  CudaError memcpy_across(void* dst, int dst_dev, size_t dpitch, const void* src, int src_dev,
+                          size_t spitch, size_t width, size_t height, const Stream* s);
   CudaError can_access_peer(int* can, int dev, int peer);
   CudaError enable_peer_access(int peer);
 

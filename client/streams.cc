@@ -280,6 +280,8 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
       if (!d_ok || !s_ok) return err::InvalidValue;
       if (ddev != sdev || ddev != s.device) {
         if (height == 1) return memcpy_peer(dst, ddev, src, sdev, width, &s);
+        if (devices_[ddev].link != devices_[sdev].link)
+          return memcpy_across(dst, ddev, dpitch, src, sdev, spitch, width, height, &s);
         return err::NotSupported;
       }
       if (height == 1)
@@ -320,13 +322,8 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   int d = -1, sd = -1;
   if (!map_.device_range_ok(u64(dst), n, &d) || d != dst_dev) return err::InvalidValue;
   if (!map_.device_range_ok(u64(src), n, &sd) || sd != src_dev) return err::InvalidValue;
-  if (devices_[dst_dev].link != devices_[src_dev].link) {
-    if (first_time("peer copy across servers"))
-      LOG_ERROR(
-          "copies between GPUs of two different servers are not supported yet "
-          "(cudaErrorNotSupported)");
-    return err::NotSupported;
-  }
+  if (devices_[dst_dev].link != devices_[src_dev].link)  // server to server
+    return memcpy_across(dst, dst_dev, n, src, src_dev, n, n, 1, s);
   CudaError e;
   ServerLink* l = link(dst_dev, &e);
   if (!l) return e;

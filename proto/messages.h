@@ -524,6 +524,7 @@ struct PayloadDoneMsg {
 #include "proto/messages_notify.h"  // NOLINT(build/include_order)
 #include "proto/messages_vmm.h"     // NOLINT(build/include_order)
 #include "proto/messages_xorder.h"  // NOLINT(build/include_order)
+#include "proto/messages_peer.h"    // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

@@ -16,7 +16,8 @@ namespace rgpu::proto {
 // ---- nvml
 // HelloReq::purpose: what a link is for.  A Queries link gets no executor on the server (no CUDA
 // context, no ledger slot, no page-locked pool): it is served NvmlSystem, NvmlDevice and Ping only.
-enum class LinkPurpose : uint32_t { Session = 0, Queries = 1 };
+// PeerLink: another rgpud copying to or from this one (proto/messages_peer.h).
+enum class LinkPurpose : uint32_t { Session = 0, Queries = 1, PeerLink = 2 };
 
 // What a server tells about itself and its NVML.
 struct NvmlSystemReq {

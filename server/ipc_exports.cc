@@ -26,6 +26,8 @@ std::string hex(const uint8_t* p, size_t n) {
   return s;
 }
 
+}  // namespace
+
 void random_bytes(uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t got = getrandom(p, n, 0);
@@ -40,7 +42,6 @@ void random_bytes(uint8_t* p, size_t n) {
   }
 }
 
-// Waits for and receives the reply to a request, within timeout_ms.
 std::string await_reply(int control, char* buf, size_t cap, ssize_t& n, int& fd, int timeout_ms) {
   fd = -1;
   pollfd p{control, POLLIN, 0};
@@ -58,8 +59,6 @@ std::string await_reply(int control, char* buf, size_t cap, ssize_t& n, int& fd,
   if (buf[0] != kIpcOk) return "rgpud sent an unexpected reply to an IPC request";
   return "";
 }
-
-}  // namespace
 
 ssize_t send_control(int sock, const void* data, size_t n, int fd) {
   iovec v{const_cast<void*>(data), n};

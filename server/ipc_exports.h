@@ -85,6 +85,11 @@ std::string ipc_revoke(int control, const IpcToken& token, int timeout_ms = 5000
 // the byte count (0: the peer closed; -1: error, errno set) and the descriptor in `fd` (-1: none;
 // any extra descriptors are closed).
 ssize_t send_control(int sock, const void* data, size_t n, int fd);
+// Waits at most timeout_ms for the reply to a control request and receives it ("" when it is
+// kIpcOk; else why not: the daemon's reason after kIpcFail, a timeout, a closed socket).
+std::string await_reply(int control, char* buf, size_t cap, ssize_t& n, int& fd, int timeout_ms);
+// Fills p with n random bytes from the kernel (aborts when there is no randomness).
+void random_bytes(uint8_t* p, size_t n);
 ssize_t recv_control(int sock, void* buf, size_t cap, int& fd, int flags);
 
 }  // namespace rgpu::server

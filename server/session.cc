@@ -55,6 +55,7 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
 
 Session::~Session() {
   stop_notifications();
+  stop_peers();
   cancel_callbacks();
   exec_.cancel_stream_waits();  // drvlibs: a stream waiting on a value nobody writes now
   waiter_.stop();               // waits end: the gates are open, the GPU finishes
@@ -107,6 +108,7 @@ void Session::run() {
     queue_cv_.notify_one();
   }
   dispatcher.join();
+  stop_peers();    // copies to or from other servers fail now; their gates open
   waiter_.stop();  // pending waits finish (their replies are dropped if the link is gone)
   drain_or_exit();
   host_work_.stop();  // runs what the streams handed over, then stops

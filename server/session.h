@@ -38,6 +38,8 @@
 #include "server/outbox.h"
 #include "server/output_capture.h"
 #include "server/payload.h"
+#include "server/peer_copy.h"
+#include "server/peer_host.h"
 #include "server/waiter.h"
 #include "transport/connection.h"
 
@@ -404,6 +406,13 @@ class Session {
   // ---- notify (server/notify.cc): GPUs whose notifications go to the client (dispatcher only)
   std::vector<bool> notify_on_;
   void stop_notifications();  // the session ends: no frame is queued after this returns
+  // ---- peer (server/peer.cc): server-to-server copies; their threads end before the session's
+  // GPU state goes (stop_peers)
+  StagingPool& peer_pool();
+  void stop_peers();
+  std::unique_ptr<StagingPool> peer_pool_;
+  std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
+  std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end
 
   // Last: its threads use everything above; stopped first.
   Waiter waiter_;

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include "backend/cuda/cuda_executor.h"
+#include "common/cuda_errors.h"
 #include "common/log.h"
 #include "server/handshake.h"
 #include "server/nvml.h"
 #include "server/output_capture.h"
+#include "server/peer_routes.h"
 #include "server/session.h"
 #include "server/tls_gate.h"
 
@@ -33,6 +35,33 @@ std::string ask_daemon(int control, const std::string& identity, bool query) {
 
 bool is_query(const proto::HelloReq& h) {
   return h.purpose == static_cast<uint32_t>(proto::LinkPurpose::Queries);
+}
+
+bool is_peer_link(const proto::HelloReq& h) {
+  return h.purpose == static_cast<uint32_t>(proto::LinkPurpose::PeerLink);
+}
+
+// A peer link (another rgpud copying, server/peer_routes.h): reads its PeerAttach and hands the
+// connection to the session that issued the ticket, or tells the peer why not.
+void hand_off_peer_link(transport::Connection& conn, int control, bool tls) {
+  using namespace proto;
+  channel::Channel ch(conn);
+  conn.set_recv_timeout(10);
+  conn.set_send_timeout(10);
+  FrameHeader h;
+  std::vector<uint8_t> body;
+  if (!ch.read_frame(h, body, channel::Channel::Wait::TimedOrEof)) return;
+  if (h.type != static_cast<uint16_t>(MsgId::PeerAttach) || h.payload_len) {
+    LOG_WARN("peer link from %s: its first request is not PeerAttach", conn.peer().c_str());
+    return;
+  }
+  auto q = decode_message<PeerAttachReq>(body.data(), body.size());
+  // The session takes the socket itself; TLS state cannot travel with it.
+  std::string why = tls ? "peer links over TLS are not supported yet"
+                        : peer_handoff(control, q.ticket, q.secret, h.request_id, conn.fd());
+  if (why.empty()) return;  // the session answers
+  LOG_WARN("peer link from %s refused: %s", conn.peer().c_str(), why.c_str());
+  ch.send(h.type, kFlagReply, h.request_id, encode_error_reply(err::NotPermitted, why));
 }
 
 }  // namespace
@@ -62,14 +91,18 @@ void run_session_process(const SessionProcessConfig& cfg,
   sc.client_timeout_s = d.client_timeout_s;
   sc.drain_limit_s = d.drain_limit_s;
   const std::string identity = client_identity(*conn);
-  HandshakeConfig hc{
-      cfg.token,
-      cfg.server_info,
-      cfg.gpu_count,
-      cfg.driver_version,
-      cfg.use_cuda ? "cuda" : "host",
-      [&](const proto::HelloReq& h) { return ask_daemon(control, identity, is_query(h)); },
-      payload_window(sc)};
+  HandshakeConfig hc{cfg.token,
+                     cfg.server_info,
+                     cfg.gpu_count,
+                     cfg.driver_version,
+                     cfg.use_cuda ? "cuda" : "host",
+                     [&](const proto::HelloReq& h) {
+                       // A peer link is no session: its ticket routes it to one
+                       // (hand_off_peer_link).
+                       return is_peer_link(h) ? std::string()
+                                              : ask_daemon(control, identity, is_query(h));
+                     },
+                     payload_window(sc)};
   proto::HelloReq hello;
   try {
     if (!server_handshake(*conn, hc, &hello)) _exit(0);
@@ -77,6 +110,14 @@ void run_session_process(const SessionProcessConfig& cfg,
     sc.client_known = hello.known;
   } catch (const std::exception& e) {
     LOG_WARN("handshake with %s failed: %s", conn->peer().c_str(), e.what());
+    _exit(0);
+  }
+  if (is_peer_link(hello)) {
+    try {
+      hand_off_peer_link(*conn, control, cfg.tls && provider.capabilities().tls_wraps);
+    } catch (const std::exception& e) {
+      LOG_WARN("peer link from %s: %s", conn->peer().c_str(), e.what());
+    }
     _exit(0);
   }
   std::unique_ptr<backend::GpuQuery> gpus =

@@ -77,6 +77,15 @@ void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {
       close(it->control);  // the session process is ending; reap() collects it
       it->control = -1;
       ipc_.drop_owner(it->pid);
+      peers_.drop_owner(it->pid);
+      continue;
+    }
+    if (n > 0 && buf[0] == kPeerRegister && it->admitted) {  // server/peer_routes.h
+      peers_.serve_register(it->pid, it->control, buf, static_cast<size_t>(n), fd);
+      continue;
+    }
+    if (n > 0 && buf[0] == kPeerHandoff && !it->admitted) {
+      peers_.serve_handoff(it->control, buf, static_cast<size_t>(n), fd);
       continue;
     }
     const bool asks = n > 0 && (buf[0] == kAdmitRequest || buf[0] == kAdmitQuery);
@@ -138,6 +147,7 @@ void Supervisor::reap() {
   for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
     for (auto* l : ledgers_) l->release_process(p);
     ipc_.drop_owner(p);
+    peers_.drop_owner(p);
     auto it = std::find_if(children_.begin(), children_.end(),
                            [&](const Child& c) { return c.pid == p; });
     if (it == children_.end()) continue;
@@ -153,6 +163,7 @@ void Supervisor::close_all_in_child() {
   for (Child& c : children_)
     if (c.control >= 0) close(c.control);
   children_.clear();
+  peers_.close_all();
   ipc_.close_all();  // other sessions' exported memory is not this session's to hold
 }
 

@@ -13,6 +13,7 @@
 #include "backend/host/host_ledger.h"
 #include "server/daemon.h"
 #include "server/ipc_exports.h"
+#include "server/peer_routes.h"
 
 namespace rgpu::server {
 
@@ -65,7 +66,8 @@ class Supervisor {
   std::vector<backend::HostLedger*> ledgers_;
   int max_sessions_;
   std::vector<Child> children_;
-  IpcExports ipc_;  // what sessions exported for CUDA IPC
+  IpcExports ipc_;    // what sessions exported for CUDA IPC
+  PeerRoutes peers_;  // peer links to the sessions that issued their tickets
   Clock::time_point last_drop_log_{};
   size_t dropped_since_log_ = 0;
 };

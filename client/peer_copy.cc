@@ -1,0 +1,57 @@
+// Copies between GPUs of two servers: server to server, never through the client
+// (docs/architecture.md, "Server-to-server copies").  The passive server (whose GPU is not the
+// stream's) issues a one-time ticket for its rows; the active server, on the stream, links to it
+// and pushes (its GPU is the source) or pulls (the destination).
+#include "client/client.h"
+#include "common/strings.h"
+
+namespace rgpu::client {
+
+using namespace rgpu::proto;
+
+namespace {
+uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
+}  // namespace
+
+CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const void* src, int src_dev,
+                                size_t spitch, size_t width, size_t height, const Stream* s) {
+  if (width == 0 || height == 0) return err::Success;
+  // Without a stream (cudaMemcpyPeer) the copy runs on the legacy stream of the destination.
+  const int active = s ? s->device : dst_dev;
+  if (active != dst_dev && active != src_dev) return errc::InvalidResourceHandle;
+  const bool push = active == src_dev;
+  const int passive = push ? dst_dev : src_dev;
+  CudaError e;
+  ServerLink* pl = link(passive, &e);
+  if (!pl) return e;
+  ServerLink* al = link(active, &e);
+  if (!al) return e;
+  const DeviceSpec& ps = devices_[passive].spec;
+  PeerTicketRep ticket;
+  e = pl->call<PeerTicketMsg>(PeerTicketReq{ps.gpu, u64(push ? dst : src), push ? dpitch : spitch,
+                                            width, height, push ? 1u : 0u},
+                              &ticket);
+  if (e != err::Success) return e;
+  PeerCopyReq q;
+  q.device = devices_[active].spec.gpu;
+  q.local = u64(push ? src : dst);
+  q.local_pitch = push ? spitch : dpitch;
+  q.remote = u64(push ? dst : src);
+  q.remote_pitch = push ? dpitch : spitch;
+  q.width = width;
+  q.height = height;
+  q.push = push ? 1 : 0;
+  q.stream = s ? s->id : 0;
+  // The active server reaches the passive one where this client does (RGPU_SERVERS).
+  const bool v6 = ps.host.find(':') != std::string::npos;
+  q.endpoint =
+      (v6 ? "[" + ps.host + "]" : ps.host) + ":" + std::to_string(ps.port ? ps.port : kDefaultPort);
+  q.remote_name = ps.text;
+  q.ticket = ticket.id;
+  q.secret = ticket.secret;
+  e = al->call<PeerCopyMsg>(q);
+  if (e != err::Success || s) return e;
+  return stream_synchronize(Stream{dst_dev, 0, 0, 0});
+}
+
+}  // namespace rgpu::client

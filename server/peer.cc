@@ -1,0 +1,105 @@
+// Server-to-server copies, the session's requests (docs/architecture.md, "Server-to-server
+// copies"): PeerTicket (this server is the passive end: server/peer_host.h) and PeerCopy (this
+// server's stream runs the copy: server/peer_copy.h).  The peer link's own requests are served
+// by PeerHost on the link, never by a client's session.
+#include "backend/gate.h"
+#include "common/cuda_errors.h"
+#include "server/peer_copy.h"
+#include "server/peer_host.h"
+#include "server/session.h"
+
+namespace rgpu::server {
+
+using namespace rgpu::proto;
+using Status = backend::Status;
+
+namespace {
+constexpr unsigned kEventDisableTiming = 2;  // cudaEventDisableTiming
+constexpr CudaError kCaptureUnsupported = 900;
+Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
+Status link_only(const char* name) {
+  return Status::fail(err::NotSupported, std::string(name) + " is a request of peer links only");
+}
+}  // namespace
+
+StagingPool& Session::peer_pool() {
+  if (!peer_pool_) peer_pool_ = std::make_unique<StagingPool>(exec_);
+  return *peer_pool_;
+}
+
+void Session::stop_peers() {
+  if (peer_copier_) peer_copier_->stop();
+  if (peer_host_) peer_host_->stop();
+}
+
+Status Session::on(PeerTicketMsg, const PeerTicketReq& q, PeerTicketRep& rep) {
+  if (Status s = check_range(q.device, q.ptr, q.pitch, q.width, q.height); !s.ok()) return s;
+  if (q.width == 0 || q.height == 0) return invalid("an empty peer copy ticket");
+  if (!peer_host_)
+    peer_host_ =
+        std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s);
+  PeerRows rows{static_cast<int>(q.device), q.ptr, q.height > 1 ? q.pitch : q.width, q.width,
+                q.height};
+  return peer_host_->issue(rows, q.write != 0, rep);
+}
+
+Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.local, q.local_pitch, q.width, q.height); !s.ok())
+    return s;
+  if (q.width == 0 || q.height == 0) return Status::success();
+  if (graphs_.streams.count(q.stream))
+    return Status::fail(kCaptureUnsupported,
+                        "a copy between GPUs of two servers cannot be captured in a graph");
+  uint64_t h = 0;
+  if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
+  const int dev = static_cast<int>(q.device);
+  PeerJob job;
+  job.local = PeerRows{dev, q.local, q.height > 1 ? q.local_pitch : q.width, q.width, q.height};
+  job.remote_bytes = q.width * q.height;
+  job.push = q.push != 0;
+  job.endpoint = q.endpoint;
+  job.remote_name = q.remote_name;
+  job.ticket = q.ticket;
+  job.secret = q.secret;
+  // The copy thread starts once the stream's earlier work is done (this event), and the stream's
+  // later work waits at its gate until the copy has ended.
+  if (Status s = exec_.event_create(dev, kEventDisableTiming, job.after_event); !s.ok()) return s;
+  if (Status s = exec_.event_record(dev, job.after_event, h); !s.ok()) {
+    exec_.event_destroy(dev, job.after_event);
+    return s;
+  }
+  Gate* gate = nullptr;
+  if (Status s = gate_for(q.device, q.stream, gate); !s.ok()) {
+    exec_.event_destroy(dev, job.after_event);
+    return s;
+  }
+  uint32_t* word = gate->word;
+  uint32_t seq;
+  {
+    std::lock_guard<std::mutex> lock(cb_mu_);
+    seq = ++gate->issued;
+    if (cancelled_) backend::open_gate(word, seq);
+  }
+  if (Status s = exec_.gate_wait(dev, h, word, seq); !s.ok()) {
+    backend::open_gate(word, seq);
+    exec_.event_destroy(dev, job.after_event);
+    return s;
+  }
+  if (!peer_copier_)
+    peer_copier_ = std::make_unique<PeerCopier>(exec_, peer_pool(), config_.token,
+                                                std::min(config_.client_timeout_s, 10));
+  const uint64_t request_id = current_->header.request_id;
+  const uint16_t type = current_->header.type;
+  peer_copier_->start(std::move(job), [this, word, seq, request_id, type](const Status& s) {
+    if (!s.ok()) push_async_error(request_id, type, s);  // before the stream goes on
+    backend::open_gate(word, seq);
+  });
+  return Status::success();
+}
+
+Status Session::on(PeerAttachMsg, const PeerAttachReq&, Empty&) { return link_only("PeerAttach"); }
+Status Session::on(PeerWriteMsg, const PeerWriteReq&, Empty&) { return link_only("PeerWrite"); }
+Status Session::on(PeerReadMsg, const PeerReadReq&, Empty&) { return link_only("PeerRead"); }
+Status Session::on(PeerFinishMsg, const Empty&, Empty&) { return link_only("PeerFinish"); }
+
+}  // namespace rgpu::server

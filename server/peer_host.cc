@@ -1,0 +1,236 @@
+#include "server/peer_host.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "channel/channel.h"
+#include "common/cuda_errors.h"
+#include "common/log.h"
+#include "server/ipc_exports.h"
+#include "server/peer_routes.h"
+#include "transport/tcp/tcp.h"
+
+namespace rgpu::server {
+
+using namespace rgpu::proto;
+using backend::Status;
+
+namespace {
+
+bool same_secret(const PeerSecret& a, const PeerSecret& b) {
+  volatile uint8_t d = 0;  // constant time: every byte is compared
+  for (size_t i = 0; i < a.size(); ++i) d = d | (a[i] ^ b[i]);
+  return d == 0;
+}
+
+}  // namespace
+
+PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s)
+    : exec_(exec), pool_(pool), control_(control), timeout_s_(timeout_s > 0 ? timeout_s : 30) {}
+
+Status PeerHost::issue(const PeerRows& rows, bool write, PeerTicketRep& rep) {
+  if (control_ < 0)
+    return Status::fail(err::NotSupported,
+                        "server-to-server copies need rgpud (this session has no control socket)");
+  int give = -1;  // the inbox's other end, for rgpud, at the first ticket
+  if (inbox_ < 0) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+      return Status::fail(err::Unknown, std::string("socketpair: ") + strerror(errno));
+    inbox_ = sv[0];
+    give = sv[1];
+    inbox_thread_ = std::thread([this] { inbox_loop(); });
+  }
+  random_bytes(rep.id.data(), rep.id.size());
+  random_bytes(rep.secret.data(), rep.secret.size());
+  rep.expires_ms = kTicketMs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = Clock::now();
+    for (auto it = tickets_.begin(); it != tickets_.end();)
+      it = it->second.expires <= now ? tickets_.erase(it) : std::next(it);
+    tickets_[rep.id] = Ticket{rows, write, rep.secret, now + std::chrono::milliseconds(kTicketMs)};
+  }
+  std::string why = peer_register(control_, rep.id, kTicketMs, give);
+  if (give >= 0) close(give);
+  if (!why.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tickets_.erase(rep.id);
+    return Status::fail(err::Unknown, "cannot issue a peer copy ticket: " + why);
+  }
+  return Status::success();
+}
+
+void PeerHost::inbox_loop() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    pollfd p{inbox_, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    char msg[kPeerHandoffBytes + 1];
+    int fd = -1;
+    ssize_t n = recv_control(inbox_, msg, sizeof msg, fd, MSG_DONTWAIT);
+    if (n == 0) return;  // rgpud is gone
+    if (n != static_cast<ssize_t>(kPeerHandoffBytes) || fd < 0) {
+      if (fd >= 0) close(fd);
+      continue;
+    }
+    accept(msg, fd);
+  }
+}
+
+void PeerHost::accept(const char* msg, int fd) {
+  PeerTicketId id;
+  PeerSecret secret;
+  uint64_t attach_id;
+  memcpy(id.data(), msg + 1, id.size());
+  memcpy(secret.data(), msg + 1 + id.size(), secret.size());
+  memcpy(&attach_id, msg + 1 + id.size() + secret.size(), sizeof attach_id);
+  auto conn = transport::tcp_adopt(fd, "peer rgpud");
+  std::lock_guard<std::mutex> lock(mu_);
+  reap_done();
+  auto it = tickets_.find(id);
+  std::string why;
+  Ticket t{};
+  if (it == tickets_.end() || it->second.expires <= Clock::now()) {
+    why = "unknown, used or expired peer ticket";
+  } else {
+    t = it->second;
+    tickets_.erase(it);  // one use, whatever the secret shown
+    if (!same_secret(t.secret, secret)) why = "wrong peer ticket secret";
+  }
+  if (stopping_) why = "the session is ending";
+  if (!why.empty()) {
+    LOG_WARN("peer link from %s refused: %s", conn->peer().c_str(), why.c_str());
+    try {
+      conn->set_send_timeout(2);
+      channel::Channel ch(*conn);
+      ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
+              encode_error_reply(err::NotPermitted, why));
+    } catch (const std::exception&) {
+    }
+    return;
+  }
+  auto link = std::make_unique<Link>();
+  link->conn = std::move(conn);
+  Link* l = link.get();
+  links_.push_back(std::move(link));
+  l->thread = std::thread([this, l, t, attach_id] {
+    serve(*l, t, attach_id);
+    l->done = true;
+  });
+}
+
+void PeerHost::reap_done() {
+  for (auto it = links_.begin(); it != links_.end();) {
+    if ((*it)->done) {
+      (*it)->thread.join();
+      it = links_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void PeerHost::serve(Link& link, Ticket t, uint64_t attach_id) {
+  transport::Connection& conn = *link.conn;
+  channel::Channel ch(conn);
+  uint64_t stream = 0;
+  bool have_stream = false;
+  try {
+    conn.set_recv_timeout(timeout_s_);
+    conn.set_send_timeout(timeout_s_);
+    Status s = exec_.stream_create(t.rows.dev, 1 /* non-blocking */, 0, stream);
+    have_stream = s.ok();
+    ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
+            s.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(s.code, s.message));
+    const uint64_t total = t.rows.bytes();
+    FrameHeader h;
+    std::vector<uint8_t> body;
+    while (have_stream && ch.read_frame(h, body, channel::Channel::Wait::TimedOrEof)) {
+      if (h.type == static_cast<uint16_t>(MsgId::PeerRead)) {
+        auto q = decode_message<PeerReadReq>(body.data(), body.size());
+        Status r;
+        if (t.write) {
+          r = Status::fail(err::NotPermitted, "the peer ticket is for writing, not reading");
+        } else if (q.offset != 0 || q.size != total) {
+          r = Status::fail(err::InvalidValue, "a peer read must cover the ticket's range");
+        } else {
+          r = peer_send_rows(exec_, pool_, t.rows, stream,
+                             [&](uint64_t off, const char* data, uint64_t n) {
+                               iovec v{const_cast<char*>(data), n};
+                               ch.send(static_cast<uint16_t>(MsgId::AsyncData), 0, h.request_id,
+                                       encode_message(AsyncDataMsg{off, off + n == total}), &v, 1);
+                             });
+        }
+        ch.send(h.type, kFlagReply, h.request_id,
+                r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerWrite) ||
+                 h.type == static_cast<uint16_t>(MsgId::PeerFinish)) {
+        // Writes until PeerFinish, whose reply carries their outcome.
+        bool have = true;
+        uint64_t finish_id = 0;
+        Status refused;
+        if (!t.write) refused = Status::fail(err::NotPermitted, "the peer ticket is for reading");
+        Status r = peer_recv_rows(
+            exec_, pool_, t.rows, stream, [&](char* buf, uint64_t cap, uint64_t& off, uint64_t& n) {
+              if (!have && !ch.read_frame(h, body, channel::Channel::Wait::Timed)) return false;
+              have = false;
+              if (h.type == static_cast<uint16_t>(MsgId::PeerFinish)) {
+                finish_id = h.request_id;
+                return false;
+              }
+              if (h.type != static_cast<uint16_t>(MsgId::PeerWrite))
+                throw ProtoError("a peer link sent an unexpected request among its writes");
+              auto q = decode_message<PeerWriteReq>(body.data(), body.size());
+              if (q.size != h.payload_len) throw ProtoError("PeerWrite: payload length mismatch");
+              off = n = 0;
+              if (!refused.ok() || q.size > cap) {
+                if (refused.ok())
+                  refused = Status::fail(err::InvalidValue, "a peer write chunk is too large");
+                ch.skip_rest(h);
+                return true;
+              }
+              iovec v{buf, q.size};
+              ch.read_payload(&v, 1);
+              off = q.offset;
+              n = q.size;
+              return true;
+            });
+        if (!refused.ok()) r = refused;
+        ch.send(static_cast<uint16_t>(MsgId::PeerFinish), kFlagReply, finish_id,
+                r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
+      } else {
+        LOG_WARN("peer link from %s: unexpected request %u", conn.peer().c_str(), h.type);
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    LOG_WARN("peer link from %s ended: %s", conn.peer().c_str(), e.what());
+  }
+  conn.shutdown();
+  if (have_stream) exec_.stream_destroy(t.rows.dev, stream);
+}
+
+void PeerHost::stop() {
+  std::vector<std::unique_ptr<Link>> links;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && inbox_ < 0) return;
+    stopping_ = true;
+    tickets_.clear();
+    for (auto& l : links_) l->conn->shutdown();  // wakes a thread in recv/send
+    links.swap(links_);
+  }
+  if (inbox_thread_.joinable()) inbox_thread_.join();
+  for (auto& l : links) l->thread.join();
+  if (inbox_ >= 0) close(inbox_);
+  inbox_ = -1;
+}
+
+}  // namespace rgpu::server

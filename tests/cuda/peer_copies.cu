@@ -1,0 +1,223 @@
+// Copies between GPUs of different servers (tests/integration/peer_copy_test.cc runs it with one
+// device on each of three rgpuds): every ordered pair, cudaMemcpyPeer, cudaMemcpyPeerAsync on a
+// stream of either device, cudaMemcpy/cudaMemcpyAsync with cudaMemcpyDefault and
+// DeviceToDevice, 2-D copies; odd sizes and offsets; stream order (a kernel before the copy on
+// its stream, a kernel after it); bytes compared.  "kill" mode: 1 -> 0 copies of 256 MiB until
+// one fails (the test kills a server meanwhile) and prints the error and whether the runtime's
+// log named the server.
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "async_common.h"
+
+namespace {
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  unsigned x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    v[i] = static_cast<unsigned char>(x >> 16);
+  }
+  return v;
+}
+
+// Copies `n` bytes from device `s` (offset so) to device `d` (offset do_) by `how`, checks them.
+bool one(int how, int s, int d, size_t n, size_t so, size_t doff, unsigned seed) {
+  unsigned char *a = nullptr, *b = nullptr;
+  REQUIRE_OK(cudaSetDevice(s));
+  REQUIRE_OK(cudaMalloc(&a, n + so));
+  REQUIRE_OK(cudaSetDevice(d));
+  REQUIRE_OK(cudaMalloc(&b, n + doff + 7));
+  std::vector<unsigned char> src = pattern(n, seed), guard = pattern(n + doff + 7, seed + 99);
+  REQUIRE_OK(cudaMemcpy(a + so, src.data(), n, cudaMemcpyHostToDevice));
+  REQUIRE_OK(cudaMemcpy(b, guard.data(), n + doff + 7, cudaMemcpyHostToDevice));
+  cudaError_t e = cudaSuccess;
+  cudaStream_t st = nullptr;
+  switch (how) {
+    case 0:
+      e = cudaMemcpyPeer(b + doff, d, a + so, s, n);
+      break;
+    case 1:  // on a stream of the source (its server pushes)
+    case 2:  // on a stream of the destination (its server pulls)
+      REQUIRE_OK(cudaSetDevice(how == 1 ? s : d));
+      REQUIRE_OK(cudaStreamCreate(&st));
+      e = cudaMemcpyPeerAsync(b + doff, d, a + so, s, n, st);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+      break;
+    case 3:
+      e = cudaMemcpy(b + doff, a + so, n, cudaMemcpyDefault);
+      break;
+    case 4:
+      REQUIRE_OK(cudaSetDevice(s));
+      REQUIRE_OK(cudaStreamCreate(&st));
+      e = cudaMemcpyAsync(b + doff, a + so, n, cudaMemcpyDeviceToDevice, st);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+      break;
+  }
+  if (st) cudaStreamDestroy(st);
+  std::vector<unsigned char> back(n + doff + 7);
+  REQUIRE_OK(cudaSetDevice(d));
+  REQUIRE_OK(cudaMemcpy(back.data(), b, back.size(), cudaMemcpyDeviceToHost));
+  bool ok = e == cudaSuccess && memcmp(back.data() + doff, src.data(), n) == 0 &&
+            memcmp(back.data(), guard.data(), doff) == 0 &&
+            memcmp(back.data() + doff + n, guard.data() + doff + n, 7) == 0;
+  if (!ok) printf("  (copy %d, %d -> %d, %zu bytes: %s)\n", how, s, d, n, cudaGetErrorName(e));
+  cudaFree(b);
+  REQUIRE_OK(cudaSetDevice(s));
+  cudaFree(a);
+  return ok;
+}
+
+std::mutex g_log_mu;
+std::string g_log;  // what the runtime logged (cudaLogsRegisterCallback)
+
+void CUDART_CB on_log(void*, cudaLogLevel, char* message, size_t length) {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  g_log.append(message, strnlen(message, length));
+  g_log += '\n';
+}
+
+int kill_mode() {
+  cudaLogsCallbackHandle handle;
+  REQUIRE_OK(cudaLogsRegisterCallback(on_log, nullptr, &handle));
+  const size_t n = 256u << 20;
+  void *a, *b;
+  REQUIRE_OK(cudaSetDevice(0));
+  REQUIRE_OK(cudaMalloc(&a, n));
+  REQUIRE_OK(cudaSetDevice(1));
+  REQUIRE_OK(cudaMalloc(&b, n));
+  for (int i = 0; i < 400; ++i) {
+    if (i == 1) {
+      printf("copying\n");
+      fflush(stdout);
+    }
+    cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n);  // server 1 pulls from server 0
+    if (e != cudaSuccess) {
+      printf("copy failed: %s\n", cudaGetErrorName(e));
+      usleep(300 * 1000);  // log callbacks run on a thread of their own
+      // The error names the server that went away: device 0's RGPU_SERVERS entry.
+      const char* servers = getenv("RGPU_SERVERS");
+      std::string first = servers ? std::string(servers).substr(0, std::string(servers).find(',')) : "?";
+      std::lock_guard<std::mutex> lock(g_log_mu);
+      printf("names the server: %s\n", g_log.find(first) != std::string::npos ? "yes" : "no");
+      printf("%s", g_log.c_str());
+      return 0;
+    }
+  }
+  printf("no copy failed\n");
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_mode();
+  int count = 0;
+  REQUIRE_OK(cudaGetDeviceCount(&count));
+  EXPECT_TRUE(count >= 2, "at least two devices");
+  if (count < 2) return finish("peer_copies");
+  int can = -1;
+  EXPECT_OK(cudaDeviceCanAccessPeer(&can, 0, 1));
+  EXPECT_TRUE(can == 0, "no peer access between GPUs of two servers");
+
+  const size_t sizes[] = {1, 4, (1u << 20) + 13};
+  unsigned seed = 1;
+  for (int s = 0; s < count; ++s)
+    for (int d = 0; d < count; ++d) {
+      if (s == d) continue;
+      bool ok = true;
+      for (int how = 0; how < 5; ++how)
+        for (size_t n : sizes) ok = one(how, s, d, n, 3, 5, seed++) && ok;
+      char what[96];
+      snprintf(what, sizeof what, "every copy form and size, %d -> %d", s, d);
+      EXPECT_TRUE(ok, what);
+    }
+  // 64 MiB, pipelined: pushed, pulled and synchronous.
+  EXPECT_TRUE(one(1, 0, 1, 64u << 20, 1, 3, 77), "64 MiB pushed 0 -> 1");
+  EXPECT_TRUE(one(2, count - 1, 0, 64u << 20, 0, 0, 78), "64 MiB pulled by 0");
+  EXPECT_TRUE(one(0, 1, count - 1, (64u << 20) + 5, 2, 0, 79), "64 MiB + 5 cudaMemcpyPeer");
+
+  // 2-D between devices 0 and 1: rows of 1000 bytes, pitches 1024 and 1536, and back on a stream.
+  {
+    const size_t w = 1000, h = 77, sp = 1024, dp = 1536;
+    unsigned char *a, *b;
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, sp * h));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMalloc(&b, dp * h));
+    std::vector<unsigned char> src = pattern(sp * h, 5), zero(dp * h, 0), back(dp * h);
+    REQUIRE_OK(cudaMemcpy(a, src.data(), sp * h, cudaMemcpyHostToDevice));
+    REQUIRE_OK(cudaMemcpy(b, zero.data(), dp * h, cudaMemcpyHostToDevice));
+    EXPECT_OK(cudaMemcpy2D(b, dp, a, sp, w, h, cudaMemcpyDefault));
+    REQUIRE_OK(cudaMemcpy(back.data(), b, dp * h, cudaMemcpyDeviceToHost));
+    bool ok = true;
+    for (size_t r = 0; r < h; ++r) {
+      ok = ok && memcmp(back.data() + r * dp, src.data() + r * sp, w) == 0;
+      for (size_t c = w; c < dp; ++c) ok = ok && back[r * dp + c] == 0;
+    }
+    EXPECT_TRUE(ok, "cudaMemcpy2D between GPUs of two servers");
+    // Back into a's rows at column 10, on a stream of device 1 (pushed by its server).
+    cudaStream_t st;
+    REQUIRE_OK(cudaStreamCreate(&st));
+    EXPECT_OK(cudaMemcpy2DAsync(a + 10, sp, b, dp, 7, h, cudaMemcpyDeviceToDevice, st));
+    EXPECT_OK(cudaStreamSynchronize(st));
+    EXPECT_OK(cudaStreamDestroy(st));
+    std::vector<unsigned char> back_a(sp * h);
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMemcpy(back_a.data(), a, sp * h, cudaMemcpyDeviceToHost));
+    ok = true;
+    for (size_t r = 0; r < h; ++r)
+      for (size_t c = 0; c < sp; ++c) {
+        unsigned char want = (c >= 10 && c < 17) ? src[r * sp + c - 10] : src[r * sp + c];
+        ok = ok && back_a[r * sp + c] == want;
+      }
+    EXPECT_TRUE(ok, "cudaMemcpy2DAsync between GPUs of two servers");
+    cudaFree(a);
+    REQUIRE_OK(cudaSetDevice(1));
+    cudaFree(b);
+  }
+
+  // Stream order: a kernel before the copy on the source's stream, a kernel after it on the
+  // destination's, all asynchronous.
+  {
+    const int N = 1 << 20;
+    int *a, *b;
+    std::vector<int> src(N), back(N);
+    for (int i = 0; i < N; ++i) src[i] = i * 3;
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+    REQUIRE_OK(cudaMemcpy(a, src.data(), N * sizeof(int), cudaMemcpyHostToDevice));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
+    cudaStream_t s0, s1;
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaStreamCreate(&s0));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaStreamCreate(&s1));
+    REQUIRE_OK(cudaSetDevice(0));
+    add_one<<<64, 256, 0, s0>>>(a, N);  // +1 before the pushed copy
+    EXPECT_OK(cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s0));
+    EXPECT_OK(cudaStreamSynchronize(s0));
+    REQUIRE_OK(cudaSetDevice(1));
+    EXPECT_OK(cudaMemcpyPeerAsync(a, 0, b, 1, N * sizeof(int), s1));  // pushed back by 1
+    add_one<<<64, 256, 0, s1>>>(b, N);  // after the copy: a must not see it
+    EXPECT_OK(cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s1));  // pulled by 1: b = a
+    add_one<<<64, 256, 0, s1>>>(b, N);
+    EXPECT_OK(cudaStreamSynchronize(s1));
+    REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+    bool ok = true;
+    for (int i = 0; i < N; ++i) ok = ok && back[i] == src[i] + 2;
+    EXPECT_TRUE(ok, "asynchronous copies between servers keep their streams' order");
+    cudaStreamDestroy(s1);
+    cudaFree(b);
+    REQUIRE_OK(cudaSetDevice(0));
+    cudaStreamDestroy(s0);
+    cudaFree(a);
+  }
+  return finish("peer_copies");
+}

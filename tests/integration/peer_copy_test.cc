@@ -1,0 +1,193 @@
+// Server-to-server copies (docs/architecture.md, "Server-to-server copies"), host backend: three
+// rgpuds with one device each, copies between every pair (tests/cuda/peer_copies.cu); a server
+// killed in the middle of large copies is an error within seconds, naming it; tickets spoken to
+// directly: a wrong secret, a used ticket and an invented one are refused, a good one works once.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/random.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "channel/channel.h"
+#include "channel/handshake.h"
+#include "proto/frame.h"
+#include "tests/integration/harness.h"
+#include "transport/tcp/tcp.h"
+
+using namespace rgpu::test;
+using namespace rgpu::proto;
+namespace channel = rgpu::channel;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TEST(PeerCopies, EveryPairFormAndSizeBetweenThreeServers) {
+  Daemon a, b, c;
+  Env env = a.client_env();
+  env["RGPU_SERVERS"] = a.servers() + "," + b.servers() + "," + c.servers();
+  Result r = run({cuda_program("peer_copies")}, env, 280);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("peer_copies: passed"), std::string::npos) << r.out << r.err;
+  EXPECT_TRUE(a.alive() && b.alive() && c.alive());
+}
+
+// 0: the passive session process is killed; 1: the passive rgpud is.
+class PeerKill : public ::testing::TestWithParam<int> {};
+
+TEST_P(PeerKill, AServerGoneMidCopyIsAnErrorWithinSeconds) {
+  Daemon a, b;  // device 0 on a (the copies' source, passive), device 1 on b (pulls)
+  Env env = a.client_env();
+  env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
+  env["RGPU_TIMEOUT"] = "5";
+  Child prog = spawn({cuda_program("peer_copies"), "kill"}, env);
+  ASSERT_TRUE(prog.wait_line("copying", 120)) << "the copies did not start";
+  std::vector<pid_t> sessions = live_children(a.pid());
+  ASSERT_FALSE(sessions.empty());
+  auto killed = Clock::now();
+  if (GetParam() == 0) {
+    for (pid_t p : sessions) kill(p, SIGKILL);
+  } else {
+    kill(a.pid(), SIGKILL);
+  }
+  std::string line;
+  ASSERT_TRUE(prog.wait_line("copy failed", 20, &line)) << "no error after the server died";
+  auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - killed).count();
+  EXPECT_LT(took, 12) << line;
+  ASSERT_TRUE(prog.wait_line("names the server: ", 10, &line));
+  EXPECT_NE(line.find("yes"), std::string::npos) << "the error does not name " << a.servers();
+  EXPECT_TRUE(b.alive());
+  // The active server's session is still there for the client, and serves it: its copy ended.
+  EXPECT_FALSE(live_children(b.pid()).empty());
+}
+INSTANTIATE_TEST_SUITE_P(Peer, PeerKill, ::testing::Values(0, 1));
+
+// A raw link to rgpud: connect, handshake (as a client, or as a peer link).
+struct Raw {
+  std::unique_ptr<rgpu::transport::Connection> conn;
+  std::unique_ptr<channel::Channel> ch;
+  int32_t handshake = -1;
+  Raw(uint16_t port, LinkPurpose purpose) {
+    conn = rgpu::transport::tcp_connect("127.0.0.1", port, 10);
+    conn->set_recv_timeout(10);
+    ch = std::make_unique<channel::Channel>(*conn);
+    HelloReq hello;
+    hello.purpose = static_cast<uint32_t>(purpose);
+    handshake = channel::request_handshake(*ch, hello, std::nullopt).error;
+  }
+  // Sends a synchronous request and returns the reply's error (message in `why`); AsyncData
+  // frames before it go to `data`.
+  template <class Req, class Rep>
+  int32_t call(MsgId type, const Req& q, Rep& rep, std::string* why = nullptr,
+               const void* payload = nullptr, size_t n = 0, std::vector<uint8_t>* data = nullptr) {
+    uint64_t id = ch->next_request_id();
+    iovec v{const_cast<void*>(payload), n};
+    ch->send(static_cast<uint16_t>(type), kFlagSync, id, encode_message(q), n ? &v : nullptr,
+             n ? 1 : 0);
+    FrameHeader h;
+    std::vector<uint8_t> body;
+    for (;;) {
+      ch->read_frame(h, body, channel::Channel::Wait::Timed);
+      if (h.type == static_cast<uint16_t>(MsgId::AsyncData) && data) {
+        auto d = decode_message<AsyncDataMsg>(body.data(), body.size());
+        data->resize(std::max<size_t>(data->size(), d.offset + h.payload_len));
+        iovec in{data->data() + d.offset, h.payload_len};
+        ch->read_payload(&in, 1);
+        continue;
+      }
+      if (h.flags & kFlagReply) break;
+      ch->skip_rest(h);
+    }
+    EXPECT_EQ(h.request_id, id);
+    std::string message;
+    int32_t e = decode_reply(body, rep, message);
+    if (why) *why = message;
+    return e;
+  }
+};
+
+TEST(PeerTickets, ForgedUsedAndInventedTicketsAreRefused) {
+  Daemon d;
+  Raw client(d.port(), LinkPurpose::Session);
+  ASSERT_EQ(client.handshake, 0);
+  MallocRep m;
+  ASSERT_EQ(client.call(MsgId::Malloc, MallocReq{0, 4096, 0}, m), 0);
+  std::vector<uint8_t> bytes(4096);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  Empty ok;
+  ASSERT_EQ(client.call(MsgId::MemcpyHtoD, MemcpyHtoDReq{0, m.ptr, 4096}, ok, nullptr, bytes.data(),
+                        bytes.size()),
+            0);
+  auto ticket = [&](uint64_t ptr, uint64_t size, std::string* why = nullptr) {
+    PeerTicketRep t;
+    int32_t e = client.call(MsgId::PeerTicket, PeerTicketReq{0, ptr, size, size, 1, 0}, t, why);
+    return std::make_pair(e, t);
+  };
+  auto attach = [&](const PeerTicketId& id, const PeerSecret& secret, std::string* why,
+                    std::vector<uint8_t>* read = nullptr) {
+    Raw peer(d.port(), LinkPurpose::PeerLink);
+    EXPECT_EQ(peer.handshake, 0);
+    Empty e;
+    int32_t r = peer.call(MsgId::PeerAttach, PeerAttachReq{id, secret}, e, why);
+    if (r == 0 && read)
+      r = peer.call(MsgId::PeerRead, PeerReadReq{0, 4096}, e, why, nullptr, 0, read);
+    return r;
+  };
+  std::string why;
+  // Memory the session does not own: no ticket.
+  EXPECT_EQ(ticket(m.ptr + 4096 * 1024, 16, &why).first, 1) << why;
+
+  auto [e1, t1] = ticket(m.ptr, 4096);
+  ASSERT_EQ(e1, 0);
+  PeerSecret wrong = t1.secret;
+  wrong[31] ^= 1;
+  EXPECT_EQ(attach(t1.id, wrong, &why), 800);
+  EXPECT_NE(why.find("wrong peer ticket secret"), std::string::npos) << why;
+  // A wrong secret used the ticket up: the right one no longer opens it.
+  EXPECT_EQ(attach(t1.id, t1.secret, &why), 800);
+  EXPECT_NE(why.find("unknown, used or expired"), std::string::npos) << why;
+
+  auto [e2, t2] = ticket(m.ptr, 4096);
+  ASSERT_EQ(e2, 0);
+  std::vector<uint8_t> read;
+  EXPECT_EQ(attach(t2.id, t2.secret, &why, &read), 0) << why;
+  EXPECT_EQ(read, bytes);
+  // Replayed: refused.
+  EXPECT_EQ(attach(t2.id, t2.secret, &why), 800);
+  EXPECT_NE(why.find("unknown, used or expired"), std::string::npos) << why;
+  // Invented: refused.
+  PeerTicketId invented;
+  PeerSecret secret;
+  getrandom(invented.data(), invented.size(), 0);
+  getrandom(secret.data(), secret.size(), 0);
+  EXPECT_EQ(attach(invented, secret, &why), 800);
+  // A read ticket cannot write; a client session cannot speak a peer link's requests.
+  auto [e3, t3] = ticket(m.ptr, 4096);
+  ASSERT_EQ(e3, 0);
+  {
+    Raw peer(d.port(), LinkPurpose::PeerLink);
+    Empty e;
+    ASSERT_EQ(peer.call(MsgId::PeerAttach, PeerAttachReq{t3.id, t3.secret}, e, &why), 0) << why;
+    std::vector<uint8_t> junk(4096, 0xee);
+    uint64_t id = peer.ch->next_request_id();
+    iovec v{junk.data(), junk.size()};
+    peer.ch->send(static_cast<uint16_t>(MsgId::PeerWrite), 0, id,
+                  encode_message(PeerWriteReq{0, 4096}), &v, 1);
+    EXPECT_EQ(peer.call(MsgId::PeerFinish, Empty{}, e, &why), 800) << why;
+  }
+  EXPECT_EQ(client.call(MsgId::PeerAttach, PeerAttachReq{t3.id, t3.secret}, ok, &why), 801);
+  {
+    // The memory is unchanged.
+    auto [e4, t4] = ticket(m.ptr, 4096);
+    ASSERT_EQ(e4, 0);
+    std::vector<uint8_t> again;
+    EXPECT_EQ(attach(t4.id, t4.secret, &why, &again), 0) << why;
+    EXPECT_EQ(again, bytes);
+  }
+  EXPECT_TRUE(d.alive());
+}
+
+}  // namespace
