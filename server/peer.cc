@@ -40,6 +40,7 @@ Status Session::on(PeerTicketMsg, const PeerTicketReq& q, PeerTicketRep& rep) {
         std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s);
   PeerRows rows{static_cast<int>(q.device), q.ptr, q.height > 1 ? q.pitch : q.width, q.width,
                 q.height};
+  peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
   return peer_host_->issue(rows, q.write != 0, rep);
 }
 
@@ -53,6 +54,8 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
+  // Staging first, while nothing waits for this copy (StagingPool::reserve).
+  peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
   PeerJob job;
   job.local = PeerRows{dev, q.local, q.height > 1 ? q.local_pitch : q.width, q.width, q.height};
   job.remote_bytes = q.width * q.height;

@@ -100,6 +100,21 @@ char* StagingPool::get(uint64_t bytes) {
   return static_cast<char*>(exec_.alloc_staging(c));  // a backend call: no lock held
 }
 
+void StagingPool::reserve(uint64_t bytes, size_t count) {
+  const uint64_t c = size_class(bytes);
+  count = std::min(count, kKeepPerSize);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_[c].size() >= count) return;
+    }
+    char* p = static_cast<char*>(exec_.alloc_staging(c));  // a backend call: no lock held
+    if (!p) return;                                       // the copy reports it later
+    std::lock_guard<std::mutex> lock(mu_);
+    free_[c].push_back(p);
+  }
+}
+
 void StagingPool::put(char* p, uint64_t bytes) {
   const uint64_t c = size_class(bytes);
   {

@@ -37,6 +37,10 @@ class StagingPool {
   ~StagingPool();
   char* get(uint64_t bytes);  // null when page-locked memory cannot be had
   void put(char* p, uint64_t bytes);
+  // Makes sure `count` buffers for chunks of `bytes` are kept free, allocating them now: called
+  // on the dispatcher before a copy's stream is gated, because allocating page-locked memory
+  // may wait for the GPU's work, which would then wait for the copy that waits for the memory.
+  void reserve(uint64_t bytes, size_t count);
 
  private:
   backend::Executor& exec_;
