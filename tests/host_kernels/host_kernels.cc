@@ -175,6 +175,24 @@ void slow_fill(const rgpu_host_launch*, void** p) {
   for (int i = 0; i < n; ++i) out[i] = value;
 }
 
+// tests/cuda/overlap.cu: waits (bounded) for a marker a concurrent copy writes.
+void wait_flag(const rgpu_host_launch*, void** p) {
+  auto flag = arg<int*>(p, 0);
+  int expect = arg<int>(p, 1);
+  auto timeout = std::chrono::nanoseconds(arg<unsigned long long>(p, 2));
+  auto seen = arg<int*>(p, 3);
+  auto end = std::chrono::steady_clock::now() + timeout;
+  int ok = 0;
+  do {
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == expect) {
+      ok = 1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  } while (std::chrono::steady_clock::now() < end);
+  *seen = ok;
+}
+
 void add_one(const rgpu_host_launch*, void** p) {
   auto out = arg<int*>(p, 0);
   int n = arg<int>(p, 1);
@@ -312,6 +330,7 @@ const rgpu_host_kernel kKernels[] = {
     {"bench_empty", bench_empty},
     {"slow_fill", slow_fill},
     {"add_one", add_one},
+    {"wait_flag", wait_flag},
     {"vec_add", vec_add},
     {"matmul_tiled", matmul_tiled},
     {"reduce_sum", reduce_sum},
