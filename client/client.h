@@ -589,6 +589,11 @@ class Client {
     uint64_t used_high = 0, reserved_high = 0;
   };
   std::mutex gmem_mu_;
+  // ---- peer copies (client/peer_copy.cc): the pairs of servers (active, passive) whose peer
+  // link exists, with the active server's peer_copy_failures() when it was made.
+  std::mutex peer_links_mu_;
+  std::map<std::pair<const ServerLink*, const ServerLink*>, uint64_t> peer_links_;
+  std::atomic<uint64_t> peer_fences_{0};                       // PeerFence ids
   std::map<uint64_t, GraphAlloc> gmem_all_;                    // every backed one, by address
   std::map<uint64_t, std::shared_ptr<GraphAlloc>> gmem_live_;  // allocated by a launch, not freed
   std::map<int, GraphMemMarks> gmem_marks_;

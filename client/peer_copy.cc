@@ -1,7 +1,9 @@
 // Copies between GPUs of two servers: server to server, never through the client
-// (docs/architecture.md, "Server-to-server copies").  The passive server (whose GPU is not the
-// stream's) issues a one-time ticket for its rows; the active server, on the stream, links to it
-// and pushes (its GPU is the source) or pulls (the destination).
+// (docs/architecture.md, "Server-to-server copies").  The active server (the stream's) pushes
+// (its GPU is the source) or pulls (the destination) over a peer link to the passive one, made
+// at the pair's first copy with a one-time ticket from the passive server and kept: later copies
+// are one request to the active server.  A failed copy reported by the active server may mean
+// the link is gone; the next copy brings a new ticket.
 #include "client/client.h"
 #include "common/strings.h"
 
@@ -27,13 +29,9 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   ServerLink* al = link(active, &e);
   if (!al) return e;
   const DeviceSpec& ps = devices_[passive].spec;
-  PeerTicketRep ticket;
-  e = pl->call<PeerTicketMsg>(PeerTicketReq{ps.gpu, u64(push ? dst : src), push ? dpitch : spitch,
-                                            width, height, push ? 1u : 0u},
-                              &ticket);
-  if (e != err::Success) return e;
   PeerCopyReq q;
   q.device = devices_[active].spec.gpu;
+  q.remote_device = ps.gpu;
   q.local = u64(push ? src : dst);
   q.local_pitch = push ? spitch : dpitch;
   q.remote = u64(push ? dst : src);
@@ -47,8 +45,31 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   q.endpoint =
       (v6 ? "[" + ps.host + "]" : ps.host) + ":" + std::to_string(ps.port ? ps.port : kDefaultPort);
   q.remote_name = ps.text;
-  q.ticket = ticket.id;
-  q.secret = ticket.secret;
+  // The passive server marks this client's work there so far: the copy waits for it.
+  q.fence = peer_fences_.fetch_add(1) + 1;
+  e = pl->call<PeerFenceMsg>(PeerFenceReq{ps.gpu, q.fence});
+  if (e != err::Success) return e;
+  {
+    std::unique_lock<std::mutex> lock(peer_links_mu_);
+    const std::pair<const ServerLink*, const ServerLink*> key{al, pl};
+    auto it = peer_links_.find(key);
+    const uint64_t failures = al->peer_copy_failures();
+    if (it == peer_links_.end() || it->second != failures) {
+      // A new link: the ticket and the copy that uses it go out before any copy that relies
+      // on the link (so the lock stays held for this one round trip).
+      peer_links_.erase(key);
+      PeerTicketRep ticket;
+      e = pl->call<PeerTicketMsg>(Empty{}, &ticket);
+      if (e != err::Success) return e;
+      q.ticket = ticket.id;
+      q.secret = ticket.secret;
+      e = al->call<PeerCopyMsg>(q);
+      if (e == err::Success) peer_links_[key] = failures;
+      lock.unlock();
+      if (e != err::Success || s) return e;
+      return stream_synchronize(Stream{dst_dev, 0, 0, 0});
+    }
+  }
   e = al->call<PeerCopyMsg>(q);
   if (e != err::Success || s) return e;
   return stream_synchronize(Stream{dst_dev, 0, 0, 0});

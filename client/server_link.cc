@@ -475,6 +475,7 @@ void ServerLink::receive_loop() {
           AsyncErrorMsg m = decode_message<AsyncErrorMsg>(body.data(), body.size());
           const char* what = msg_name(m.msg_type);
           LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
+          if (m.msg_type == static_cast<uint16_t>(MsgId::PeerCopy)) ++peer_copy_failures_;
           std::lock_guard<std::mutex> lock(mu_);
           if (pending_ == err::Success) pending_ = m.error;
           has_pending_ = true;

@@ -105,6 +105,9 @@ class ServerLink {
   void set_failure_hook(std::function<void(const std::string& why)> hook) {
     on_failure_ = std::move(hook);
   }
+  // How many asynchronous server-to-server copies (PeerCopy) this server reported failed: a
+  // change means its peer links may be gone (client/peer_copy.cc brings a new ticket).
+  uint64_t peer_copy_failures() const { return peer_copy_failures_.load(); }
   // A host function of a graph node: kept, run each time the server names it in a replay
   // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
   uint64_t keep_callback(std::function<void()> fn);
@@ -187,6 +190,7 @@ class ServerLink {
   uint64_t window_ = 0;                // the server's payload window (0: none)
   uint64_t async_out_ = 0;             // asynchronous payload bytes the server has not given back
   std::atomic<bool> has_pending_{false};
+  std::atomic<uint64_t> peer_copy_failures_{0};
   std::atomic<bool> failed_{false};   // state_ is an error: every call fails at once
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported

@@ -1,10 +1,12 @@
 // Messages of server-to-server copies (issue 14): a copy between GPUs of two servers goes from
-// server to server directly.  The client asks the passive server (the one whose GPU is not the
-// stream's) for a one-time ticket to a range of its memory, then asks the active server to copy
-// on its stream; the active server links to the passive one (HelloReq::purpose PeerLink), shows
-// the ticket (PeerAttach) and reads or writes the range (PeerRead / PeerWrite + PeerFinish).
-// Included from proto/messages.h; ids 0x1100-0x11FF (proto/catalogue.def).  docs/architecture.md,
-// "Server-to-server copies".
+// server to server directly.  The first copy between two servers asks the passive server (the
+// one whose GPU is not the stream's) for a one-time ticket and hands it to the active server,
+// which links to the passive one (HelloReq::purpose PeerLink) and shows it (PeerAttach).  The
+// link then stays up for the client's later copies between the two (each preceded by a
+// PeerFence from the client to the passive server, for order): each names its rows
+// (PeerBegin, checked against the passive session's allocations) and writes them (PeerWrite... +
+// PeerFinish) or reads them (PeerRead).  Included from proto/messages.h; ids 0x1100-0x11FF
+// (proto/catalogue.def).  docs/architecture.md, "Server-to-server copies".
 #pragma once
 
 #include <array>
@@ -18,18 +20,9 @@ namespace rgpu::proto {
 using PeerTicketId = std::array<uint8_t, 16>;
 using PeerSecret = std::array<uint8_t, 32>;
 
-// Client -> passive server: a ticket for `height` rows of `width` bytes, `pitch` apart, from
-// `ptr` on GPU `device`; `write`: the peer will write it (else read it).  The range must lie in
-// one allocation of this session.
-struct PeerTicketReq {
-  uint32_t device = 0;
-  uint64_t ptr = 0;
-  uint64_t pitch = 0;
-  uint64_t width = 0;
-  uint64_t height = 0;
-  uint32_t write = 0;
-  RGPU_FIELDS(device, ptr, pitch, width, height, write)
-};
+// Client -> passive server: a ticket that lets one peer link attach to this session (the link
+// may then read and write the session's device memory, range by range, for the client).
+using PeerTicketReq = Empty;
 struct PeerTicketRep {
   PeerTicketId id{};    // routes a peer link to this session (through rgpud)
   PeerSecret secret{};  // shown once by the peer; compared in constant time
@@ -38,11 +31,14 @@ struct PeerTicketRep {
 };
 
 // Client -> active server (asynchronous, ordered on `stream` of GPU `device`): copy between the
-// local rows (`local`, `local_pitch`) and the ticketed remote rows (`remote`, `remote_pitch`),
-// `height` rows of `width` bytes.  `push`: local is the source.  `endpoint`: "host:port" of the
-// passive rgpud as the client reaches it; `remote_name`: how errors name that server.
+// local rows (`local`, `local_pitch`) and the remote rows (`remote`, `remote_pitch` on the passive
+// server's GPU `remote_device`), `height` rows of `width` bytes.  `push`: local is the source.
+// `endpoint`: "host:port" of the passive rgpud as the client reaches it (it keys the session's
+// link); `remote_name`: how errors name that server.  `ticket`/`secret`: a fresh ticket, to
+// (re)link; all zero: use the link an earlier copy made.
 struct PeerCopyReq {
   uint32_t device = 0;
+  uint32_t remote_device = 0;
   uint64_t local = 0;
   uint64_t local_pitch = 0;
   uint64_t remote = 0;
@@ -55,8 +51,20 @@ struct PeerCopyReq {
   std::string remote_name;
   PeerTicketId ticket{};
   PeerSecret secret{};
-  RGPU_FIELDS(device, local, local_pitch, remote, remote_pitch, width, height, push, stream,
-              endpoint, remote_name, ticket, secret)
+  uint64_t fence = 0;  // the PeerFence the client sent the passive server for this copy
+  RGPU_FIELDS(device, remote_device, local, local_pitch, remote, remote_pitch, width, height, push,
+              stream, endpoint, remote_name, ticket, secret, fence)
+};
+
+// Client -> passive server (asynchronous), before each copy's PeerCopy: marks the end of the
+// client's work so far on GPU `device`'s legacy stream (an event the session records).  The
+// copy's PeerBegin names `fence`, and the passive end waits for that work before it touches its
+// rows, as a cudaMemcpy the client issued there earlier (maybe eagerly, without a reply) must
+// have landed.  Ids are the client's, unique in its session.
+struct PeerFenceReq {
+  uint32_t device = 0;
+  uint64_t fence = 0;
+  RGPU_FIELDS(device, fence)
 };
 
 // Active -> passive server, the first request on a peer link.
@@ -65,7 +73,19 @@ struct PeerAttachReq {
   PeerSecret secret{};
   RGPU_FIELDS(ticket, secret)
 };
-// Bytes of the ticketed rows, from `offset` (counted in the packed rows: row r starts at r*width).
+// Active -> passive, one per copy: its rows on the passive server (`height` rows of `width` bytes,
+// `pitch` apart, from `ptr` on GPU `device`), which must lie in one allocation of the session.
+// Asynchronous: a refusal comes back at the copy's PeerFinish or PeerRead.
+struct PeerBeginReq {
+  uint32_t device = 0;
+  uint64_t ptr = 0;
+  uint64_t pitch = 0;
+  uint64_t width = 0;
+  uint64_t height = 0;
+  uint64_t fence = 0;  // PeerFenceReq::fence, 0 for none
+  RGPU_FIELDS(device, ptr, pitch, width, height, fence)
+};
+// Bytes of the copy's rows, from `offset` (counted in the packed rows: row r starts at r*width).
 struct PeerWriteReq {
   uint64_t offset = 0;
   uint64_t size = 0;
@@ -85,6 +105,8 @@ using PeerReadRep = Empty;
 using PeerFinishReq = Empty;
 using PeerFinishRep = Empty;
 using PeerAttachRep = Empty;
+using PeerBeginRep = Empty;
+using PeerFenceRep = Empty;
 using PeerCopyRep = Empty;
 
 }  // namespace rgpu::proto

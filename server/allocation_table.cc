@@ -3,6 +3,7 @@
 namespace rgpu::server {
 
 bool AllocationTable::contains(uint64_t p, uint64_t size) const {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = ranges_.upper_bound(p);
   if (it == ranges_.begin()) return false;
   --it;
@@ -23,6 +24,7 @@ bool AllocationTable::contains(uint64_t p, uint64_t size) const {
 }
 
 std::vector<uint64_t> AllocationTable::allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> out;
   for (auto& [base, r] : ranges_)
     if (r.freeable) out.push_back(base);

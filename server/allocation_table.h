@@ -1,35 +1,49 @@
 // The device memory one session may touch, per GPU: its allocations (freeable) and the global
 // variables of its modules (not freeable).  Every pointer a request names is checked against it
 // before the backend touches memory, so a bad pointer is a clear cudaErrorInvalidValue on every
-// backend, and a reset or disconnect knows what to release.
+// backend, and a reset or disconnect knows what to release.  The dispatcher changes it; peer
+// links (server/peer_host.h) check ranges from their own threads, so every access takes a lock.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <vector>
 
 namespace rgpu::server {
 
 class AllocationTable {
  public:
+  AllocationTable() = default;
+  AllocationTable(const AllocationTable& o) { *this = o; }
+  AllocationTable& operator=(const AllocationTable& o) {
+    if (this == &o) return *this;
+    std::scoped_lock lock(mu_, o.mu_);
+    ranges_ = o.ranges_;
+    freeable_bytes_ = o.freeable_bytes_;
+    return *this;
+  }
+
   // `joinable`: a range of mapped virtual memory (cuMemMap); a request may span such ranges that
   // follow each other without a gap, as one mapping of a reservation.
   void add(uint64_t base, uint64_t size, bool freeable = true, bool joinable = false) {
-    remove(base);
+    std::lock_guard<std::mutex> lock(mu_);
+    erase(base);
     ranges_[base] = {size, freeable, joinable};
     if (freeable) freeable_bytes_ += size;
   }
   bool remove(uint64_t base) {
-    auto it = ranges_.find(base);
-    if (it == ranges_.end()) return false;
-    if (it->second.freeable) freeable_bytes_ -= it->second.size;
-    ranges_.erase(it);
-    return true;
+    std::lock_guard<std::mutex> lock(mu_);
+    return erase(base);
   }
   // Bytes of the freeable allocations (what the client holds).
-  uint64_t freeable_bytes() const { return freeable_bytes_; }
+  uint64_t freeable_bytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return freeable_bytes_;
+  }
   // True for the base address of a freeable allocation.
   bool is_base(uint64_t p) const {
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = ranges_.find(p);
     return it != ranges_.end() && it->second.freeable;
   }
@@ -38,11 +52,20 @@ class AllocationTable {
   // The freeable allocations (base addresses).
   std::vector<uint64_t> allocations() const;
   void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
     ranges_.clear();
     freeable_bytes_ = 0;
   }
 
  private:
+  bool erase(uint64_t base) {
+    auto it = ranges_.find(base);
+    if (it == ranges_.end()) return false;
+    if (it->second.freeable) freeable_bytes_ -= it->second.size;
+    ranges_.erase(it);
+    return true;
+  }
+
   struct Range {
     uint64_t size;
     bool freeable;
@@ -50,6 +73,7 @@ class AllocationTable {
   };
   std::map<uint64_t, Range> ranges_;
   uint64_t freeable_bytes_ = 0;
+  mutable std::mutex mu_;
 };
 
 }  // namespace rgpu::server

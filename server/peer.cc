@@ -16,7 +16,6 @@ using Status = backend::Status;
 namespace {
 constexpr unsigned kEventDisableTiming = 2;  // cudaEventDisableTiming
 constexpr CudaError kCaptureUnsupported = 900;
-Status invalid(const char* what) { return Status::fail(err::InvalidValue, what); }
 Status link_only(const char* name) {
   return Status::fail(err::NotSupported, std::string(name) + " is a request of peer links only");
 }
@@ -32,16 +31,34 @@ void Session::stop_peers() {
   if (peer_host_) peer_host_->stop();
 }
 
-Status Session::on(PeerTicketMsg, const PeerTicketReq& q, PeerTicketRep& rep) {
-  if (Status s = check_range(q.device, q.ptr, q.pitch, q.width, q.height); !s.ok()) return s;
-  if (q.width == 0 || q.height == 0) return invalid("an empty peer copy ticket");
-  if (!peer_host_)
-    peer_host_ =
-        std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s);
-  PeerRows rows{static_cast<int>(q.device), q.ptr, q.height > 1 ? q.pitch : q.width, q.width,
-                q.height};
-  peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
-  return peer_host_->issue(rows, q.write != 0, rep);
+PeerHost& Session::peer_host() {
+  if (!peer_host_) {
+    PeerHost::Hooks hooks;
+    hooks.check = [this](const PeerBeginReq& q) {  // on a link's thread: AllocationTable locks
+      return check_range(q.device, q.ptr, q.pitch, q.width, q.height);
+    };
+    hooks.release_event = [this](int dev, uint64_t event) { release_event(dev, event); };
+    peer_host_ = std::make_unique<PeerHost>(exec_, peer_pool(), config_.control,
+                                            config_.client_timeout_s, std::move(hooks));
+  }
+  return *peer_host_;
+}
+
+Status Session::on(PeerTicketMsg, const Empty&, PeerTicketRep& rep) {
+  PeerHost& host = peer_host();
+  // Staging for every later copy over the link, now, while nothing waits for one
+  // (StagingPool::reserve): two buffers of the largest chunk serve every size.
+  peer_pool().reserve(kPeerMaxChunk, 2);
+  return host.issue(rep);
+}
+
+Status Session::on(PeerFenceMsg, const PeerFenceReq& q, Empty&) {
+  if (Status s = check_device(q.device); !s.ok()) return s;
+  if (q.fence == 0) return Status::fail(err::InvalidValue, "peer fence 0");
+  uint64_t event = 0;
+  if (Status s = mark_legacy(static_cast<int>(q.device), event); !s.ok()) return s;
+  peer_host().fence(q.fence, static_cast<int>(q.device), event);
+  return Status::success();
 }
 
 Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
@@ -58,7 +75,7 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
   PeerJob job;
   job.local = PeerRows{dev, q.local, q.height > 1 ? q.local_pitch : q.width, q.width, q.height};
-  job.remote_bytes = q.width * q.height;
+  job.remote = PeerBeginReq{q.remote_device, q.remote, q.remote_pitch, q.width, q.height, q.fence};
   job.push = q.push != 0;
   job.endpoint = q.endpoint;
   job.remote_name = q.remote_name;
@@ -104,5 +121,6 @@ Status Session::on(PeerAttachMsg, const PeerAttachReq&, Empty&) { return link_on
 Status Session::on(PeerWriteMsg, const PeerWriteReq&, Empty&) { return link_only("PeerWrite"); }
 Status Session::on(PeerReadMsg, const PeerReadReq&, Empty&) { return link_only("PeerRead"); }
 Status Session::on(PeerFinishMsg, const Empty&, Empty&) { return link_only("PeerFinish"); }
+Status Session::on(PeerBeginMsg, const PeerBeginReq&, Empty&) { return link_only("PeerBegin"); }
 
 }  // namespace rgpu::server

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include "channel/channel.h"
 #include "channel/handshake.h"
 #include "common/cuda_errors.h"
 #include "common/log.h"
@@ -16,28 +15,31 @@ using backend::Status;
 
 namespace {
 
-// The reply to request `id` of type `type` (AsyncData frames go to `data`, when given).
-Status await_reply(
-    channel::Channel& ch, uint16_t type, uint64_t id,
-    const std::function<bool(const FrameHeader&, const std::vector<uint8_t>&)>& data = {}) {
+// The reply to request `id` of type `type`.
+Status await_reply(channel::Channel& ch, uint16_t type, uint64_t id) {
   FrameHeader h;
   std::vector<uint8_t> body;
-  for (;;) {
-    ch.read_frame(h, body, channel::Channel::Wait::Timed);
-    if (h.type == static_cast<uint16_t>(MsgId::AsyncData) && data && h.request_id == id) {
-      data(h, body);
-      continue;
-    }
-    if (!(h.flags & kFlagReply) || h.type != type || h.request_id != id)
-      throw ProtoError("the peer sent an unexpected frame");
-    Empty ok;
-    std::string message;
-    int32_t e = decode_reply(body, ok, message);
-    return e ? Status::fail(e, message) : Status::success();
-  }
+  ch.read_frame(h, body, channel::Channel::Wait::Timed);
+  if (!(h.flags & kFlagReply) || h.type != type || h.request_id != id)
+    throw ProtoError("the peer sent an unexpected frame");
+  Empty ok;
+  std::string message;
+  int32_t e = decode_reply(body, ok, message);
+  return e ? Status::fail(e, message) : Status::success();
 }
 
+// The link cannot be used any more (the peer is gone, or a copy stopped midway).
+struct LinkBroken : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace
+
+bool PeerJob::has_ticket() const {
+  for (uint8_t b : ticket)
+    if (b) return true;
+  return false;
+}
 
 PeerCopier::PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
                        int timeout_s)
@@ -46,80 +48,159 @@ PeerCopier::PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional
       token_(std::move(token)),
       timeout_s_(timeout_s > 0 ? timeout_s : 10) {}
 
-void PeerCopier::start(PeerJob job, std::function<void(const Status&)> done) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = runs_.begin(); it != runs_.end();) {  // join finished copies
-    if ((*it)->done) {
-      (*it)->thread.join();
-      it = runs_.erase(it);
-    } else {
-      ++it;
+void PeerCopier::start(PeerJob job, Done done) {
+  std::string refused;
+  std::vector<std::shared_ptr<Link>> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = all_.begin(); it != all_.end();) {  // links whose threads have ended
+      bool d;
+      {
+        std::lock_guard<std::mutex> ll((*it)->mu);
+        d = (*it)->done;
+      }
+      if (d) {
+        ended.push_back(*it);
+        it = all_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto it = links_.find(job.endpoint);
+    std::shared_ptr<Link> l = it == links_.end() ? nullptr : it->second;
+    if (stopping_) {
+      refused = "the session is ending";
+    } else if (job.has_ticket()) {
+      if (l) {  // a new link replaces it; it ends once its copies have run
+        std::lock_guard<std::mutex> ll(l->mu);
+        l->closing = true;
+        l->cv.notify_all();
+      }
+      l = std::make_shared<Link>();
+      links_[job.endpoint] = l;
+      all_.push_back(l);
+      Link* raw = l.get();
+      l->thread = std::thread([this, raw] { work(*raw); });
+    } else if (!l) {
+      refused = "no link to it (an earlier copy over it failed)";
+    }
+    if (refused.empty()) {
+      std::lock_guard<std::mutex> ll(l->mu);
+      if (l->done || l->closing) {
+        refused = "no link to it (an earlier copy over it failed)";
+      } else {
+        l->queue.push_back(Job{std::move(job), std::move(done)});
+        l->cv.notify_all();
+        done = nullptr;
+      }
     }
   }
-  auto run = std::make_unique<Run>();
-  Run* r = run.get();
-  r->cancelled = stopping_;
-  runs_.push_back(std::move(run));
-  r->thread = std::thread([this, r, job = std::move(job), done = std::move(done)] {
-    Status s = copy(*r, job);
-    if (!s.ok())
-      s.message = std::string("copy ") + (job.push ? "to " : "from ") + job.remote_name + " (" +
-                  job.endpoint + "): " + s.message;
-    done(s);
-    r->done = true;
-  });
+  for (auto& l : ended) l->thread.join();
+  if (done) {
+    exec_.event_destroy(job.local.dev, job.after_event);
+    done(Status::fail(err::DevicesUnavailable, "copy " + std::string(job.push ? "to " : "from ") +
+                                                   job.remote_name + " (" + job.endpoint +
+                                                   "): " + refused));
+  }
 }
 
-Status PeerCopier::copy(Run& run, const PeerJob& job) {
+void PeerCopier::work(Link& l) {
+  for (;;) {
+    Job j;
+    {
+      std::unique_lock<std::mutex> lock(l.mu);
+      l.cv.wait(lock, [&] { return !l.queue.empty() || l.closing || l.cancelled; });
+      if (l.queue.empty()) break;
+      j = std::move(l.queue.front());
+      l.queue.pop_front();
+    }
+    Status s = run(l, j.job);
+    if (!s.ok())
+      s.message = std::string("copy ") + (j.job.push ? "to " : "from ") + j.job.remote_name + " (" +
+                  j.job.endpoint + "): " + s.message;
+    j.done(s);
+  }
+  l.ch.reset();
+  std::unique_ptr<transport::Connection> conn;
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    conn = std::move(l.conn);
+  }
+  conn.reset();  // the peer's link thread ends
+  for (auto& [dev, stream] : l.streams) exec_.stream_destroy(dev, stream);
+  l.streams.clear();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.done = true;
+  // A link that ends before being replaced leaves nothing queued behind it: start() refuses.
+  l.closing = true;
+}
+
+Status PeerCopier::run(Link& l, const PeerJob& job) {
   // The stream's earlier work first (the stream itself waits at its gate meanwhile).
   Status s = exec_.event_synchronize(job.local.dev, job.after_event);
   exec_.event_destroy(job.local.dev, job.after_event);
   if (!s.ok()) return s;
-  auto hp = parse_host_port(job.endpoint);
-  if (!hp) return Status::fail(err::InvalidValue, "bad peer endpoint");
-  uint64_t stream = 0;
-  if (Status c = exec_.stream_create(job.local.dev, 1 /* non-blocking */, 0, stream); !c.ok())
-    return c;
-  try {
-    auto conn = transport::tcp_connect(hp->host, hp->port, timeout_s_);
-    {
-      std::lock_guard<std::mutex> lock(run.mu);
-      if (run.cancelled) throw transport::TransportError("the session is ending");
-      run.conn = conn.get();
-    }
-    s = transfer(run, job, *conn, stream);
-    {
-      std::lock_guard<std::mutex> lock(run.mu);
-      run.conn = nullptr;
-    }
-  } catch (const std::exception& e) {
-    {
-      std::lock_guard<std::mutex> lock(run.mu);
-      run.conn = nullptr;
-    }
-    s = Status::fail(err::DevicesUnavailable, std::string("peer link failed: ") + e.what());
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.cancelled) return Status::fail(err::DevicesUnavailable, "the session is ending");
   }
-  exec_.stream_destroy(job.local.dev, stream);
-  return s;
+  if (!l.failed.empty())
+    return Status::fail(err::DevicesUnavailable, "peer link failed: " + l.failed);
+  uint64_t stream = 0;
+  auto it = l.streams.find(job.local.dev);
+  if (it != l.streams.end()) {
+    stream = it->second;
+  } else {
+    if (Status c = exec_.stream_create(job.local.dev, 1 /* non-blocking */, 0, stream); !c.ok())
+      return c;
+    l.streams[job.local.dev] = stream;
+  }
+  try {
+    if (!l.ch) connect(l, job);
+    return transfer(l, job, stream);
+  } catch (const std::exception& e) {
+    l.failed = e.what();
+    std::lock_guard<std::mutex> lock(l.mu);
+    l.closing = true;  // later copies fail; the client's next one brings a new ticket
+    if (l.conn) l.conn->shutdown();
+    return Status::fail(err::DevicesUnavailable, "peer link failed: " + l.failed);
+  }
 }
 
-Status PeerCopier::transfer(Run&, const PeerJob& job, transport::Connection& conn,
-                            uint64_t stream) {
-  channel::Channel ch(conn);
+void PeerCopier::connect(Link& l, const PeerJob& job) {
+  if (!job.has_ticket()) throw LinkBroken("no ticket to make a link with");
+  auto hp = parse_host_port(job.endpoint);
+  if (!hp) throw LinkBroken("bad peer endpoint");
+  auto conn = transport::tcp_connect(hp->host, hp->port, timeout_s_);
+  conn->set_recv_timeout(timeout_s_);
+  conn->set_send_timeout(timeout_s_);
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.cancelled) throw LinkBroken("the session is ending");
+    l.conn = std::move(conn);
+  }
+  l.ch = std::make_unique<channel::Channel>(*l.conn);
+  channel::Channel& ch = *l.ch;
   HelloReq hello;
   hello.client_info = "rgpud peer link (pid " + std::to_string(getpid()) + ")";
   hello.timeout_ms = static_cast<uint32_t>(timeout_s_) * 1000;
   hello.purpose = static_cast<uint32_t>(LinkPurpose::PeerLink);
-  conn.set_recv_timeout(timeout_s_);
-  conn.set_send_timeout(timeout_s_);
   channel::HandshakeResult hr = channel::request_handshake(ch, hello, token_);
-  if (hr.error) return Status::fail(hr.error, "peer link refused: " + hr.message);
+  if (hr.error) throw LinkBroken("peer link refused: " + hr.message);
   uint64_t id = ch.next_request_id();
   ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagSync, id,
           encode_message(PeerAttachReq{job.ticket, job.secret}));
-  if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok()) return s;
+  if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok())
+    throw LinkBroken("peer link refused: " + s.message);
+}
+
+Status PeerCopier::transfer(Link& l, const PeerJob& job, uint64_t stream) {
+  channel::Channel& ch = *l.ch;
   const uint64_t total = job.local.bytes();
-  if (total != job.remote_bytes) return Status::fail(err::InvalidValue, "peer copy sizes differ");
+  if (total != job.remote.width * job.remote.height)
+    return Status::fail(err::InvalidValue, "peer copy sizes differ");
+  ch.send(static_cast<uint16_t>(MsgId::PeerBegin), 0, ch.next_request_id(),
+          encode_message(job.remote));
   if (job.push) {
     const uint16_t write = static_cast<uint16_t>(MsgId::PeerWrite);
     Status s = peer_send_rows(
@@ -127,13 +208,14 @@ Status PeerCopier::transfer(Run&, const PeerJob& job, transport::Connection& con
           iovec v{const_cast<char*>(data), n};
           ch.send(write, 0, ch.next_request_id(), encode_message(PeerWriteReq{off, n}), &v, 1);
         });
-    if (!s.ok()) return s;  // closing the link tells the peer
-    id = ch.next_request_id();
+    // Stopped midway: the peer waits for the rest; only closing the link tells it.
+    if (!s.ok()) throw LinkBroken("a copy to it stopped midway: " + s.message);
+    uint64_t id = ch.next_request_id();
     ch.send(static_cast<uint16_t>(MsgId::PeerFinish), kFlagSync, id, encode_message(Empty{}));
     return await_reply(ch, static_cast<uint16_t>(MsgId::PeerFinish), id);
   }
   // Pull: the peer streams AsyncData chunks, each copied to the GPU while the next arrives.
-  id = ch.next_request_id();
+  uint64_t id = ch.next_request_id();
   ch.send(static_cast<uint16_t>(MsgId::PeerRead), kFlagSync, id,
           encode_message(PeerReadReq{0, total}));
   Status reply;
@@ -167,18 +249,21 @@ Status PeerCopier::transfer(Run&, const PeerJob& job, transport::Connection& con
 }
 
 void PeerCopier::stop() {
-  std::vector<std::unique_ptr<Run>> runs;
+  std::vector<std::shared_ptr<Link>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    for (auto& r : runs_) {
-      std::lock_guard<std::mutex> rl(r->mu);
-      r->cancelled = true;
-      if (r->conn) r->conn->shutdown();
-    }
-    runs.swap(runs_);
+    all.swap(all_);
+    links_.clear();
   }
-  for (auto& r : runs) r->thread.join();
+  for (auto& l : all) {
+    std::lock_guard<std::mutex> lock(l->mu);
+    l->cancelled = true;
+    if (l->conn) l->conn->shutdown();  // wakes the thread in recv/send
+    l->cv.notify_all();
+  }
+  for (auto& l : all)
+    if (l->thread.joinable()) l->thread.join();
 }
 
 }  // namespace rgpu::server

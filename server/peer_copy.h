@@ -1,13 +1,18 @@
 // Server-to-server copies, the active end (docs/architecture.md, "Server-to-server copies"): the
-// session whose stream runs the copy links to the other server (HelloReq::purpose PeerLink, the
-// client's ticket in PeerAttach) and pushes its rows there (PeerWrite... PeerFinish) or pulls the
-// remote rows (PeerRead).  Each copy runs on a thread of its own, never on the dispatcher and
-// never in a host function: the session holds the stream at a gate and opens it when `done` has
-// run (see Session::on(PeerCopyMsg)).
+// session whose stream runs the copy keeps one peer link per other server (by its endpoint),
+// made at the first copy with the client's ticket (HelloReq::purpose PeerLink, PeerAttach) and
+// kept for the client's later copies.  Each link has a thread of its own that takes its copies
+// in the order they came: waits for the copy's stream's earlier work, names the rows
+// (PeerBegin), then pushes its rows (PeerWrite... PeerFinish) or pulls the remote ones
+// (PeerRead).  Never on the dispatcher, never in a host function: the session holds the stream
+// at a gate and opens it when `done` has run (see Session::on(PeerCopyMsg)).  A link that fails
+// fails its waiting copies and is dropped; the client's next copy brings a new ticket.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "channel/channel.h"
 #include "proto/messages.h"
 #include "server/peer_pipe.h"
 #include "transport/connection.h"
@@ -24,17 +30,19 @@ namespace rgpu::server {
 
 struct PeerJob {
   PeerRows local;
-  uint64_t remote_bytes = 0;  // the ticket's rows, packed (width * height)
-  bool push = false;          // local -> remote
-  uint64_t after_event = 0;   // a private event: the stream's earlier work is done (destroyed here)
-  std::string endpoint;       // "host:port" of the passive rgpud
-  std::string remote_name;    // for messages
-  proto::PeerTicketId ticket{};
+  proto::PeerBeginReq remote;  // the rows on the passive server
+  bool push = false;           // local -> remote
+  uint64_t after_event = 0;  // a private event: the stream's earlier work is done (destroyed here)
+  std::string endpoint;      // "host:port" of the passive rgpud: the link's key
+  std::string remote_name;   // for messages
+  proto::PeerTicketId ticket{};  // all zero: the link must exist
   proto::PeerSecret secret{};
+  bool has_ticket() const;
 };
 
 class PeerCopier {
  public:
+  using Done = std::function<void(const backend::Status&)>;
   // `token`: what the peer link answers a token challenge with (rgpud's own --token-file);
   // `timeout_s`: connecting, the handshake, and any silence mid-copy.
   PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
@@ -43,29 +51,43 @@ class PeerCopier {
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
 
-  // Runs `job` on a thread of its own; `done(status)` is called on that thread when it ends.
-  void start(PeerJob job, std::function<void(const backend::Status&)> done);
+  // Queues `job` on its link (made now when the job has a ticket); `done(status)` is called on
+  // the link's thread when it ends (or here, at once, when there is no link to queue it on).
+  void start(PeerJob job, Done done);
   // The session ends: links are shut down (copies fail), threads joined.
   void stop();
 
  private:
-  struct Run {
-    std::thread thread;
-    std::atomic<bool> done{false};
-    std::mutex mu;
-    transport::Connection* conn = nullptr;  // while linked
-    bool cancelled = false;
+  struct Job {
+    PeerJob job;
+    Done done;
   };
-  backend::Status copy(Run& run, const PeerJob& job);
-  backend::Status transfer(Run& run, const PeerJob& job, transport::Connection& conn,
-                           uint64_t stream);
+  struct Link {
+    std::mutex mu;  // queue, closing, cancelled, conn; never held across a backend call or I/O
+    std::condition_variable cv;
+    std::deque<Job> queue;
+    bool closing = false;    // replaced by a newer link: ends when its queue is empty
+    bool cancelled = false;  // the session ends
+    bool done = false;       // the thread has ended
+    std::unique_ptr<transport::Connection> conn;
+    std::thread thread;
+    // The link thread's own:
+    std::unique_ptr<channel::Channel> ch;
+    std::map<int, uint64_t> streams;  // a private stream per GPU
+    std::string failed;               // why the link broke ("" while it works)
+  };
+  void work(Link& link);
+  backend::Status run(Link& link, const PeerJob& job);
+  void connect(Link& link, const PeerJob& job);
+  backend::Status transfer(Link& link, const PeerJob& job, uint64_t stream);
 
   backend::Executor& exec_;
   StagingPool& pool_;
   const std::optional<std::string> token_;
   const int timeout_s_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Run>> runs_;
+  std::mutex mu_;                                       // links_, all_, stopping_
+  std::map<std::string, std::shared_ptr<Link>> links_;  // the live link to each endpoint
+  std::vector<std::shared_ptr<Link>> all_;              // every link whose thread runs
   bool stopping_ = false;
 };
 

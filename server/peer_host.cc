@@ -28,10 +28,52 @@ bool same_secret(const PeerSecret& a, const PeerSecret& b) {
 
 }  // namespace
 
-PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s)
-    : exec_(exec), pool_(pool), control_(control), timeout_s_(timeout_s > 0 ? timeout_s : 30) {}
+PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s,
+                   Hooks hooks)
+    : exec_(exec),
+      pool_(pool),
+      control_(control),
+      timeout_s_(timeout_s > 0 ? timeout_s : 30),
+      hooks_(std::move(hooks)) {}
 
-Status PeerHost::issue(const PeerRows& rows, bool write, PeerTicketRep& rep) {
+void PeerHost::fence(uint64_t id, int dev, uint64_t event) {
+  constexpr size_t kMaxUnclaimed = 1024;  // copies refused before their PeerBegin leave theirs
+  std::vector<Fence> drop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || fences_.count(id)) {
+      drop.push_back(Fence{dev, event});
+    } else {
+      fences_[id] = Fence{dev, event};
+      while (fences_.size() > kMaxUnclaimed) {
+        drop.push_back(fences_.begin()->second);
+        fences_.erase(fences_.begin());
+      }
+    }
+  }
+  fence_cv_.notify_all();
+  for (const Fence& f : drop) hooks_.release_event(f.dev, f.event);
+}
+
+Status PeerHost::await_fence(uint64_t id) {
+  Fence f;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!fence_cv_.wait_for(lock, std::chrono::seconds(timeout_s_),
+                            [&] { return stopping_ || fences_.count(id); }) ||
+        stopping_)
+      return Status::fail(err::DevicesUnavailable,
+                          stopping_ ? "the session is ending"
+                                    : "the client's order for this copy (PeerFence) never came");
+    f = fences_[id];
+    fences_.erase(id);
+  }
+  Status s = exec_.event_synchronize(f.dev, f.event);
+  hooks_.release_event(f.dev, f.event);
+  return s;
+}
+
+Status PeerHost::issue(PeerTicketRep& rep) {
   if (control_ < 0)
     return Status::fail(err::NotSupported,
                         "server-to-server copies need rgpud (this session has no control socket)");
@@ -52,7 +94,7 @@ Status PeerHost::issue(const PeerRows& rows, bool write, PeerTicketRep& rep) {
     auto now = Clock::now();
     for (auto it = tickets_.begin(); it != tickets_.end();)
       it = it->second.expires <= now ? tickets_.erase(it) : std::next(it);
-    tickets_[rep.id] = Ticket{rows, write, rep.secret, now + std::chrono::milliseconds(kTicketMs)};
+    tickets_[rep.id] = Ticket{rep.secret, now + std::chrono::milliseconds(kTicketMs)};
   }
   std::string why = peer_register(control_, rep.id, kTicketMs, give);
   if (give >= 0) close(give);
@@ -96,13 +138,12 @@ void PeerHost::accept(const char* msg, int fd) {
   reap_done();
   auto it = tickets_.find(id);
   std::string why;
-  Ticket t{};
   if (it == tickets_.end() || it->second.expires <= Clock::now()) {
     why = "unknown, used or expired peer ticket";
   } else {
-    t = it->second;
+    const bool same = same_secret(it->second.secret, secret);
     tickets_.erase(it);  // one use, whatever the secret shown
-    if (!same_secret(t.secret, secret)) why = "wrong peer ticket secret";
+    if (!same) why = "wrong peer ticket secret";
   }
   if (stopping_) why = "the session is ending";
   if (!why.empty()) {
@@ -120,8 +161,8 @@ void PeerHost::accept(const char* msg, int fd) {
   link->conn = std::move(conn);
   Link* l = link.get();
   links_.push_back(std::move(link));
-  l->thread = std::thread([this, l, t, attach_id] {
-    serve(*l, t, attach_id);
+  l->thread = std::thread([this, l, attach_id] {
+    serve(*l, attach_id);
     l->done = true;
   });
 }
@@ -137,74 +178,114 @@ void PeerHost::reap_done() {
   }
 }
 
-void PeerHost::serve(Link& link, Ticket t, uint64_t attach_id) {
+namespace {
+
+// A copy's rows as PeerBegin named them.
+PeerRows rows_of(const PeerBeginReq& q) {
+  return PeerRows{static_cast<int>(q.device), q.ptr, q.height > 1 ? q.pitch : q.width, q.width,
+                  q.height};
+}
+
+}  // namespace
+
+void PeerHost::serve(Link& link, uint64_t attach_id) {
   transport::Connection& conn = *link.conn;
   channel::Channel ch(conn);
-  uint64_t stream = 0;
-  bool have_stream = false;
+  std::map<int, uint64_t> streams;  // a private stream per GPU the link has copied on
+  auto stream_for = [&](int dev, uint64_t& stream) {
+    auto it = streams.find(dev);
+    if (it != streams.end()) {
+      stream = it->second;
+      return Status::success();
+    }
+    Status s = exec_.stream_create(dev, 1 /* non-blocking */, 0, stream);
+    if (s.ok()) streams[dev] = stream;
+    return s;
+  };
+  auto reply = [&](uint16_t type, uint64_t id, const Status& r) {
+    ch.send(type, kFlagReply, id,
+            r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
+  };
   try {
     conn.set_recv_timeout(timeout_s_);
     conn.set_send_timeout(timeout_s_);
-    Status s = exec_.stream_create(t.rows.dev, 1 /* non-blocking */, 0, stream);
-    have_stream = s.ok();
     ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
-            s.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(s.code, s.message));
-    const uint64_t total = t.rows.bytes();
+            encode_ok_reply(Empty{}));
+    // The current copy: its rows and stream once PeerBegin was accepted, else why not.
+    PeerRows rows;
+    uint64_t stream = 0;
+    Status begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
     FrameHeader h;
     std::vector<uint8_t> body;
-    while (have_stream && ch.read_frame(h, body, channel::Channel::Wait::TimedOrEof)) {
-      if (h.type == static_cast<uint16_t>(MsgId::PeerRead)) {
+    // Between copies the link may stay silent; within one, the receive timeout holds.
+    while (ch.read_frame(h, body, channel::Channel::Wait::Idle)) {
+      if (h.type == static_cast<uint16_t>(MsgId::PeerBegin)) {
+        auto q = decode_message<PeerBeginReq>(body.data(), body.size());
+        begun = q.width == 0 || q.height == 0
+                    ? Status::fail(err::InvalidValue, "an empty peer copy")
+                    : hooks_.check(q);
+        rows = rows_of(q);
+        if (begun.ok()) begun = stream_for(rows.dev, stream);
+        // The client's earlier work on this server first (its PeerFence).
+        if (q.fence) {
+          Status f = await_fence(q.fence);
+          if (begun.ok()) begun = f;
+        }
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerRead)) {
         auto q = decode_message<PeerReadReq>(body.data(), body.size());
-        Status r;
-        if (t.write) {
-          r = Status::fail(err::NotPermitted, "the peer ticket is for writing, not reading");
-        } else if (q.offset != 0 || q.size != total) {
-          r = Status::fail(err::InvalidValue, "a peer read must cover the ticket's range");
-        } else {
-          r = peer_send_rows(exec_, pool_, t.rows, stream,
+        Status r = begun;
+        const uint64_t total = rows.bytes();
+        if (r.ok() && (q.offset != 0 || q.size != total))
+          r = Status::fail(err::InvalidValue, "a peer read must cover its copy's rows");
+        if (r.ok())
+          r = peer_send_rows(exec_, pool_, rows, stream,
                              [&](uint64_t off, const char* data, uint64_t n) {
                                iovec v{const_cast<char*>(data), n};
                                ch.send(static_cast<uint16_t>(MsgId::AsyncData), 0, h.request_id,
                                        encode_message(AsyncDataMsg{off, off + n == total}), &v, 1);
                              });
-        }
-        ch.send(h.type, kFlagReply, h.request_id,
-                r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
+        reply(h.type, h.request_id, r);
+        begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerWrite) ||
                  h.type == static_cast<uint16_t>(MsgId::PeerFinish)) {
         // Writes until PeerFinish, whose reply carries their outcome.
         bool have = true;
         uint64_t finish_id = 0;
-        Status refused;
-        if (!t.write) refused = Status::fail(err::NotPermitted, "the peer ticket is for reading");
-        Status r = peer_recv_rows(
-            exec_, pool_, t.rows, stream, [&](char* buf, uint64_t cap, uint64_t& off, uint64_t& n) {
-              if (!have && !ch.read_frame(h, body, channel::Channel::Wait::Timed)) return false;
-              have = false;
-              if (h.type == static_cast<uint16_t>(MsgId::PeerFinish)) {
-                finish_id = h.request_id;
-                return false;
-              }
-              if (h.type != static_cast<uint16_t>(MsgId::PeerWrite))
-                throw ProtoError("a peer link sent an unexpected request among its writes");
-              auto q = decode_message<PeerWriteReq>(body.data(), body.size());
-              if (q.size != h.payload_len) throw ProtoError("PeerWrite: payload length mismatch");
-              off = n = 0;
-              if (!refused.ok() || q.size > cap) {
-                if (refused.ok())
-                  refused = Status::fail(err::InvalidValue, "a peer write chunk is too large");
-                ch.skip_rest(h);
-                return true;
-              }
-              iovec v{buf, q.size};
-              ch.read_payload(&v, 1);
-              off = q.offset;
-              n = q.size;
-              return true;
-            });
-        if (!refused.ok()) r = refused;
-        ch.send(static_cast<uint16_t>(MsgId::PeerFinish), kFlagReply, finish_id,
-                r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
+        Status refused = begun;
+        auto next = [&](char* buf, uint64_t cap, uint64_t& off, uint64_t& n) {
+          if (!have && !ch.read_frame(h, body, channel::Channel::Wait::Timed)) return false;
+          have = false;
+          if (h.type == static_cast<uint16_t>(MsgId::PeerFinish)) {
+            finish_id = h.request_id;
+            return false;
+          }
+          if (h.type != static_cast<uint16_t>(MsgId::PeerWrite))
+            throw ProtoError("a peer link sent an unexpected request among its writes");
+          auto q = decode_message<PeerWriteReq>(body.data(), body.size());
+          if (q.size != h.payload_len) throw ProtoError("PeerWrite: payload length mismatch");
+          off = n = 0;
+          if (!refused.ok() || q.size > cap) {
+            if (refused.ok())
+              refused = Status::fail(err::InvalidValue, "a peer write chunk is too large");
+            ch.skip_rest(h);
+            return true;
+          }
+          iovec v{buf, q.size};
+          ch.read_payload(&v, 1);
+          off = q.offset;
+          n = q.size;
+          return true;
+        };
+        Status r;
+        if (refused.ok()) {
+          r = peer_recv_rows(exec_, pool_, rows, stream, next);
+        } else {
+          uint64_t off, n;  // drained, so that the link stays in step
+          while (next(nullptr, 0, off, n)) {
+          }
+        }
+        reply(static_cast<uint16_t>(MsgId::PeerFinish), finish_id, refused.ok() ? r : refused);
+        begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
       } else {
         LOG_WARN("peer link from %s: unexpected request %u", conn.peer().c_str(), h.type);
         break;
@@ -214,21 +295,26 @@ void PeerHost::serve(Link& link, Ticket t, uint64_t attach_id) {
     LOG_WARN("peer link from %s ended: %s", conn.peer().c_str(), e.what());
   }
   conn.shutdown();
-  if (have_stream) exec_.stream_destroy(t.rows.dev, stream);
+  for (auto& [dev, stream] : streams) exec_.stream_destroy(dev, stream);
 }
 
 void PeerHost::stop() {
   std::vector<std::unique_ptr<Link>> links;
+  std::vector<Fence> unclaimed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && inbox_ < 0) return;
     stopping_ = true;
     tickets_.clear();
+    for (auto& [id, f] : fences_) unclaimed.push_back(f);
+    fences_.clear();
     for (auto& l : links_) l->conn->shutdown();  // wakes a thread in recv/send
     links.swap(links_);
   }
+  fence_cv_.notify_all();
   if (inbox_thread_.joinable()) inbox_thread_.join();
   for (auto& l : links) l->thread.join();
+  for (const Fence& f : unclaimed) hooks_.release_event(f.dev, f.event);
   if (inbox_ >= 0) close(inbox_);
   inbox_ = -1;
 }

@@ -1,13 +1,17 @@
 // Server-to-server copies, the passive end (docs/architecture.md, "Server-to-server copies"): the
-// session whose GPU is not the copy's stream's issues a one-time ticket for a range of its memory
-// (PeerTicket), and serves the other server's peer link that shows it: PeerAttach (the secret,
-// compared in constant time, once), then PeerWrite... + PeerFinish (the peer writes the range) or
-// PeerRead (it reads it).  Links arrive through rgpud (server/peer_routes.h) on the session's
-// inbox; each is served on a thread of its own with staging buffers from the session's pool.
+// session whose GPU is not the copy's stream's issues a one-time ticket (PeerTicket) and serves
+// the other server's peer link that shows it: PeerAttach (the secret, compared in constant time,
+// once), then copy after copy for as long as the link stays up: PeerBegin (the copy's rows,
+// checked against the session's allocations), then PeerWrite... + PeerFinish (the peer writes
+// them) or PeerRead (it reads them).  Links arrive through rgpud (server/peer_routes.h) on the
+// session's inbox; each is served on a thread of its own with staging buffers from the session's
+// pool.  Between copies a link may stay silent for as long as it likes.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,25 +28,32 @@ namespace rgpu::server {
 
 class PeerHost {
  public:
+  // What the session lends its links (called on a link's thread): whether a copy's rows lie in
+  // its memory; giving back a fence's event (Session::release_event).
+  struct Hooks {
+    std::function<backend::Status(const proto::PeerBeginReq&)> check;
+    std::function<void(int dev, uint64_t event)> release_event;
+  };
   // `control`: the session's control socket to rgpud; `timeout_s`: a link that stays silent
-  // this long mid-copy is dropped.
-  PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s);
+  // this long mid-copy is dropped (and how long a copy waits for its fence).
+  PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s, Hooks hooks);
   ~PeerHost() { stop(); }
   PeerHost(const PeerHost&) = delete;
   PeerHost& operator=(const PeerHost&) = delete;
 
   static constexpr uint32_t kTicketMs = 600000;  // a copy may wait behind its stream's work
-  // A ticket for rows already checked against the session's allocations (the dispatcher's call:
-  // it alone uses the control socket).
-  backend::Status issue(const PeerRows& rows, bool write, proto::PeerTicketRep& rep);
+  // A ticket for one link (the dispatcher's call: it alone uses the control socket).
+  backend::Status issue(proto::PeerTicketRep& rep);
+  // PeerFence (the dispatcher's call): `event`, recorded on GPU `dev`'s legacy stream, is what
+  // the copy that names fence `id` waits for; it is the host's now (released when used, or when
+  // too many wait unclaimed).
+  void fence(uint64_t id, int dev, uint64_t event);
   // The session ends: links are shut down, threads joined, tickets forgotten.
   void stop();
 
  private:
   using Clock = std::chrono::steady_clock;
   struct Ticket {
-    PeerRows rows;
-    bool write;
     proto::PeerSecret secret;
     Clock::time_point expires;
   };
@@ -53,18 +64,27 @@ class PeerHost {
   };
   void inbox_loop();
   void accept(const char* msg, int fd);
-  void serve(Link& link, Ticket t, uint64_t attach_id);
+  void serve(Link& link, uint64_t attach_id);
+  // Waits (up to timeout_s_) for fence `id`, then for its event.
+  backend::Status await_fence(uint64_t id);
   void reap_done();  // joins finished link threads (mu_ held)
 
   backend::Executor& exec_;
   StagingPool& pool_;
   const int control_;
   const int timeout_s_;
+  const Hooks hooks_;
   int inbox_ = -1;  // the session's end; rgpud holds the other
   std::thread inbox_thread_;
-  std::mutex mu_;  // tickets_, links_, stopping_; never held across a backend call or a wait
+  std::mutex mu_;  // tickets_, links_, fences_, stopping_; never held across a backend call
   std::map<proto::PeerTicketId, Ticket> tickets_;
   std::vector<std::unique_ptr<Link>> links_;
+  struct Fence {
+    int dev;
+    uint64_t event;
+  };
+  std::map<uint64_t, Fence> fences_;  // sent by the client, not yet claimed by a copy
+  std::condition_variable fence_cv_;
   bool stopping_ = false;
 };
 

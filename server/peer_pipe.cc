@@ -55,14 +55,15 @@ struct Buffers {
   int dev;
   uint64_t bytes;
   char* b[2] = {nullptr, nullptr};
+  uint64_t cls[2] = {0, 0};
   ~Buffers() {
     exec.stream_synchronize(dev, stream);
-    for (char* p : b)
-      if (p) pool.put(p, bytes);
+    for (int i = 0; i < 2; ++i)
+      if (b[i]) pool.put(b[i], cls[i]);
   }
   bool get() {
-    b[0] = pool.get(bytes);
-    b[1] = pool.get(bytes);
+    b[0] = pool.get(bytes, cls[0]);
+    b[1] = pool.get(bytes, cls[1]);
     return b[0] && b[1];
   }
 };
@@ -78,7 +79,7 @@ Status no_staging(uint64_t bytes) {
 uint64_t peer_chunk_bytes(uint64_t total) {
   if (total <= kOneShot) return std::max<uint64_t>(total, 1);
   if (total <= (16u << 20)) return 1u << 20;
-  return 4u << 20;
+  return kPeerMaxChunk;
 }
 
 StagingPool::~StagingPool() {
@@ -86,18 +87,20 @@ StagingPool::~StagingPool() {
     for (char* p : v) exec_.free_staging(p);
 }
 
-char* StagingPool::get(uint64_t bytes) {
-  const uint64_t c = size_class(bytes);
+char* StagingPool::get(uint64_t bytes, uint64_t& cls) {
+  cls = size_class(bytes);
   {
+    // The smallest kept buffer that is large enough (reserve() may have made larger ones only).
     std::lock_guard<std::mutex> lock(mu_);
-    auto& v = free_[c];
-    if (!v.empty()) {
-      char* p = v.back();
-      v.pop_back();
+    for (auto it = free_.lower_bound(cls); it != free_.end(); ++it) {
+      if (it->second.empty()) continue;
+      char* p = it->second.back();
+      it->second.pop_back();
+      cls = it->first;
       return p;
     }
   }
-  return static_cast<char*>(exec_.alloc_staging(c));  // a backend call: no lock held
+  return static_cast<char*>(exec_.alloc_staging(cls));  // a backend call: no lock held
 }
 
 void StagingPool::reserve(uint64_t bytes, size_t count) {
@@ -109,14 +112,14 @@ void StagingPool::reserve(uint64_t bytes, size_t count) {
       if (free_[c].size() >= count) return;
     }
     char* p = static_cast<char*>(exec_.alloc_staging(c));  // a backend call: no lock held
-    if (!p) return;                                       // the copy reports it later
+    if (!p) return;                                        // the copy reports it later
     std::lock_guard<std::mutex> lock(mu_);
     free_[c].push_back(p);
   }
 }
 
-void StagingPool::put(char* p, uint64_t bytes) {
-  const uint64_t c = size_class(bytes);
+void StagingPool::put(char* p, uint64_t cls) {
+  const uint64_t c = size_class(cls);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto& v = free_[c];

@@ -24,6 +24,9 @@ struct PeerRows {
   uint64_t bytes() const { return width * height; }
 };
 
+// The largest chunk: reserving two buffers of it serves every copy.
+constexpr uint64_t kPeerMaxChunk = 4u << 20;
+
 // Chunking by copy size.  Provisional defaults, to be set by a GPU sweep: up to 256 KiB in one
 // shot; up to 16 MiB in 1 MiB chunks; larger in 4 MiB chunks; two buffers per side (one in the
 // GPU's copy engine, one on the network).
@@ -35,8 +38,10 @@ class StagingPool {
  public:
   explicit StagingPool(backend::Executor& exec) : exec_(exec) {}
   ~StagingPool();
-  char* get(uint64_t bytes);  // null when page-locked memory cannot be had
-  void put(char* p, uint64_t bytes);
+  // A buffer of at least `bytes` (a kept one of the smallest size that fits, else a new one);
+  // `cls`: its size, for put().  Null when page-locked memory cannot be had.
+  char* get(uint64_t bytes, uint64_t& cls);
+  void put(char* p, uint64_t cls);
   // Makes sure `count` buffers for chunks of `bytes` are kept free, allocating them now: called
   // on the dispatcher before a copy's stream is gated, because allocating page-locked memory
   // may wait for the GPU's work, which would then wait for the copy that waits for the memory.

@@ -409,6 +409,7 @@ class Session {
   // ---- peer (server/peer.cc): server-to-server copies; their threads end before the session's
   // GPU state goes (stop_peers)
   StagingPool& peer_pool();
+  PeerHost& peer_host();
   void stop_peers();
   std::unique_ptr<StagingPool> peer_pool_;
   std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end

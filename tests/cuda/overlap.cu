@@ -61,7 +61,8 @@ int main() {
   double both_ms = now_ms() - t0;
   int seen = -1;
   REQUIRE_OK(cudaMemcpy(&seen, dseen, sizeof seen, cudaMemcpyDeviceToHost));
-  fprintf(stderr, "overlap: copy done after %.1f ms, kernel after %.1f ms, kernel saw the copy: %d\n",
+  fprintf(stderr,
+          "overlap: copy done after %.1f ms, kernel after %.1f ms, kernel saw the copy: %d\n",
           copy_ms, both_ms, seen);
   EXPECT_TRUE(seen == 1, "a copy on one stream runs while a kernel runs on another");
 

@@ -2,9 +2,9 @@
 // device on each of three rgpuds): every ordered pair, cudaMemcpyPeer, cudaMemcpyPeerAsync on a
 // stream of either device, cudaMemcpy/cudaMemcpyAsync with cudaMemcpyDefault and
 // DeviceToDevice, 2-D copies; odd sizes and offsets; stream order (a kernel before the copy on
-// its stream, a kernel after it); bytes compared.  "kill" mode: 1 -> 0 copies of 256 MiB until
-// one fails (the test kills a server meanwhile) and prints the error and whether the runtime's
-// log named the server.
+// its stream, a kernel after it, a kernel on the other server before it); bytes compared.  "kill"
+// mode: 1 -> 0 copies of 256 MiB until one fails (the test kills a server meanwhile) and prints the
+// error and whether the runtime's log named the server.
 #include <unistd.h>
 
 #include <cstring>
@@ -67,6 +67,15 @@ bool one(int how, int s, int d, size_t n, size_t so, size_t doff, unsigned seed)
             memcmp(back.data(), guard.data(), doff) == 0 &&
             memcmp(back.data() + doff + n, guard.data() + doff + n, 7) == 0;
   if (!ok) printf("  (copy %d, %d -> %d, %zu bytes: %s)\n", how, s, d, n, cudaGetErrorName(e));
+  if (!ok && n < 8) {  // what landed, for diagnosis
+    printf("   got:");
+    for (size_t i = 0; i < n + doff + 7; ++i) printf(" %02x", back[i]);
+    printf("\n   src:");
+    for (size_t i = 0; i < n; ++i) printf(" %02x", src[i]);
+    printf("\n guard:");
+    for (size_t i = 0; i < n + doff + 7; ++i) printf(" %02x", guard[i]);
+    printf("\n");
+  }
   cudaFree(b);
   REQUIRE_OK(cudaSetDevice(s));
   cudaFree(a);
@@ -102,7 +111,8 @@ int kill_mode() {
       usleep(300 * 1000);  // log callbacks run on a thread of their own
       // The error names the server that went away: device 0's RGPU_SERVERS entry.
       const char* servers = getenv("RGPU_SERVERS");
-      std::string first = servers ? std::string(servers).substr(0, std::string(servers).find(',')) : "?";
+      std::string first =
+          servers ? std::string(servers).substr(0, std::string(servers).find(',')) : "?";
       std::lock_guard<std::mutex> lock(g_log_mu);
       printf("names the server: %s\n", g_log.find(first) != std::string::npos ? "yes" : "no");
       printf("%s", g_log.c_str());
@@ -214,6 +224,44 @@ int main(int argc, char** argv) {
     for (int i = 0; i < N; ++i) ok = ok && back[i] == src[i] + 2;
     EXPECT_TRUE(ok, "asynchronous copies between servers keep their streams' order");
     cudaStreamDestroy(s1);
+    cudaFree(b);
+    REQUIRE_OK(cudaSetDevice(0));
+    cudaStreamDestroy(s0);
+    cudaFree(a);
+  }
+
+  // The other server's earlier work: a slow kernel on the legacy stream of the passive GPU (the
+  // one whose stream does not run the copy), then the copy at once.  cudaMemcpyPeer pulled by 1
+  // must read what the kernel wrote on 0; a copy pushed by 0 into 1 must land after 1's kernel.
+  {
+    const int N = 4096;
+    int *a, *b;
+    std::vector<int> back(N);
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+    REQUIRE_OK(cudaMemset(a, 0, N * sizeof(int)));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
+    REQUIRE_OK(cudaMemset(b, 0, N * sizeof(int)));
+    REQUIRE_OK(cudaDeviceSynchronize());
+    REQUIRE_OK(cudaSetDevice(0));
+    slow_fill<<<1, 256>>>(a, 7, N, 300ull * 1000 * 1000);  // 0.3 s, then a = 7
+    REQUIRE_OK(cudaGetLastError());
+    EXPECT_OK(cudaMemcpyPeer(b, 1, a, 0, N * sizeof(int)));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(all_equal(back.data(), N, 7), "a copy waits for the source server's earlier work");
+    slow_fill<<<1, 256>>>(b, 9, N, 300ull * 1000 * 1000);  // 0.3 s, then b = 9
+    REQUIRE_OK(cudaGetLastError());
+    REQUIRE_OK(cudaSetDevice(0));
+    cudaStream_t s0;
+    REQUIRE_OK(cudaStreamCreate(&s0));
+    EXPECT_OK(cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s0));  // pushed by 0: b = 7
+    EXPECT_OK(cudaStreamSynchronize(s0));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(all_equal(back.data(), N, 7),
+                "a copy lands after the destination server's earlier work");
     cudaFree(b);
     REQUIRE_OK(cudaSetDevice(0));
     cudaStreamDestroy(s0);

@@ -1,7 +1,8 @@
 // Server-to-server copies (docs/architecture.md, "Server-to-server copies"), host backend: three
 // rgpuds with one device each, copies between every pair (tests/cuda/peer_copies.cu); a server
 // killed in the middle of large copies is an error within seconds, naming it; tickets spoken to
-// directly: a wrong secret, a used ticket and an invented one are refused, a good one works once.
+// directly: a wrong secret, a used ticket and an invented one are refused, a good one attaches one
+// link, which then serves copy after copy within the session's memory only.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -121,72 +122,94 @@ TEST(PeerTickets, ForgedUsedAndInventedTicketsAreRefused) {
   ASSERT_EQ(client.call(MsgId::MemcpyHtoD, MemcpyHtoDReq{0, m.ptr, 4096}, ok, nullptr, bytes.data(),
                         bytes.size()),
             0);
-  auto ticket = [&](uint64_t ptr, uint64_t size, std::string* why = nullptr) {
-    PeerTicketRep t;
-    int32_t e = client.call(MsgId::PeerTicket, PeerTicketReq{0, ptr, size, size, 1, 0}, t, why);
-    return std::make_pair(e, t);
-  };
-  auto attach = [&](const PeerTicketId& id, const PeerSecret& secret, std::string* why,
-                    std::vector<uint8_t>* read = nullptr) {
-    Raw peer(d.port(), LinkPurpose::PeerLink);
-    EXPECT_EQ(peer.handshake, 0);
+  auto memory = [&] {
+    std::vector<uint8_t> now;
     Empty e;
-    int32_t r = peer.call(MsgId::PeerAttach, PeerAttachReq{id, secret}, e, why);
-    if (r == 0 && read)
-      r = peer.call(MsgId::PeerRead, PeerReadReq{0, 4096}, e, why, nullptr, 0, read);
-    return r;
+    EXPECT_EQ(
+        client.call(MsgId::MemcpyDtoH, MemcpyDtoHReq{0, m.ptr, 4096}, e, nullptr, nullptr, 0, &now),
+        0);
+    return now;
+  };
+  auto ticket = [&] {
+    PeerTicketRep t;
+    EXPECT_EQ(client.call(MsgId::PeerTicket, Empty{}, t), 0);
+    return t;
+  };
+  auto begin = [](Raw& peer, uint64_t ptr, uint64_t size) {
+    peer.ch->send(static_cast<uint16_t>(MsgId::PeerBegin), 0, peer.ch->next_request_id(),
+                  encode_message(PeerBeginReq{0, ptr, size, size, 1}));
+  };
+  auto read = [&](Raw& peer, uint64_t ptr, uint64_t size, std::vector<uint8_t>* out,
+                  std::string* why) {
+    begin(peer, ptr, size);
+    Empty e;
+    return peer.call(MsgId::PeerRead, PeerReadReq{0, size}, e, why, nullptr, 0, out);
+  };
+  auto write = [&](Raw& peer, uint64_t ptr, const std::vector<uint8_t>& data, std::string* why) {
+    begin(peer, ptr, data.size());
+    iovec v{const_cast<uint8_t*>(data.data()), data.size()};
+    peer.ch->send(static_cast<uint16_t>(MsgId::PeerWrite), 0, peer.ch->next_request_id(),
+                  encode_message(PeerWriteReq{0, data.size()}), &v, 1);
+    Empty e;
+    return peer.call(MsgId::PeerFinish, Empty{}, e, why);
+  };
+  auto attach = [&](const PeerTicketId& id, const PeerSecret& secret, std::string* why) {
+    auto peer = std::make_unique<Raw>(d.port(), LinkPurpose::PeerLink);
+    EXPECT_EQ(peer->handshake, 0);
+    Empty e;
+    int32_t r = peer->call(MsgId::PeerAttach, PeerAttachReq{id, secret}, e, why);
+    return std::make_pair(r, std::move(peer));
   };
   std::string why;
-  // Memory the session does not own: no ticket.
-  EXPECT_EQ(ticket(m.ptr + 4096 * 1024, 16, &why).first, 1) << why;
 
-  auto [e1, t1] = ticket(m.ptr, 4096);
-  ASSERT_EQ(e1, 0);
+  PeerTicketRep t1 = ticket();
   PeerSecret wrong = t1.secret;
   wrong[31] ^= 1;
-  EXPECT_EQ(attach(t1.id, wrong, &why), 800);
+  EXPECT_EQ(attach(t1.id, wrong, &why).first, 800);
   EXPECT_NE(why.find("wrong peer ticket secret"), std::string::npos) << why;
   // A wrong secret used the ticket up: the right one no longer opens it.
-  EXPECT_EQ(attach(t1.id, t1.secret, &why), 800);
+  EXPECT_EQ(attach(t1.id, t1.secret, &why).first, 800);
   EXPECT_NE(why.find("unknown, used or expired"), std::string::npos) << why;
 
-  auto [e2, t2] = ticket(m.ptr, 4096);
-  ASSERT_EQ(e2, 0);
-  std::vector<uint8_t> read;
-  EXPECT_EQ(attach(t2.id, t2.secret, &why, &read), 0) << why;
-  EXPECT_EQ(read, bytes);
+  PeerTicketRep t2 = ticket();
+  {
+    auto [r, peer] = attach(t2.id, t2.secret, &why);
+    ASSERT_EQ(r, 0) << why;
+    // Copy after copy over the one link.
+    std::vector<uint8_t> got;
+    EXPECT_EQ(read(*peer, m.ptr, 4096, &got, &why), 0) << why;
+    EXPECT_EQ(got, bytes);
+    std::vector<uint8_t> part(1000, 0x5a);
+    EXPECT_EQ(write(*peer, m.ptr + 96, part, &why), 0) << why;
+    std::copy(part.begin(), part.end(), bytes.begin() + 96);
+    EXPECT_EQ(memory(), bytes);
+    // Rows the session does not own: refused, and the link stays in step.
+    EXPECT_EQ(read(*peer, m.ptr + 4096 * 1024, 16, &got, &why), 1) << why;
+    EXPECT_NE(why.find("not inside one device allocation"), std::string::npos) << why;
+    std::vector<uint8_t> junk(4096, 0xee);
+    EXPECT_EQ(write(*peer, m.ptr + 1, junk, &why), 1) << why;
+    EXPECT_EQ(memory(), bytes);
+    // A read that does not cover its copy's rows.
+    begin(*peer, m.ptr, 4096);
+    Empty e;
+    EXPECT_EQ(peer->call(MsgId::PeerRead, PeerReadReq{0, 16}, e, &why), 1) << why;
+    got.clear();
+    EXPECT_EQ(read(*peer, m.ptr, 4096, &got, &why), 0) << why;
+    EXPECT_EQ(got, bytes);
+  }
   // Replayed: refused.
-  EXPECT_EQ(attach(t2.id, t2.secret, &why), 800);
+  EXPECT_EQ(attach(t2.id, t2.secret, &why).first, 800);
   EXPECT_NE(why.find("unknown, used or expired"), std::string::npos) << why;
   // Invented: refused.
   PeerTicketId invented;
   PeerSecret secret;
   getrandom(invented.data(), invented.size(), 0);
   getrandom(secret.data(), secret.size(), 0);
-  EXPECT_EQ(attach(invented, secret, &why), 800);
-  // A read ticket cannot write; a client session cannot speak a peer link's requests.
-  auto [e3, t3] = ticket(m.ptr, 4096);
-  ASSERT_EQ(e3, 0);
-  {
-    Raw peer(d.port(), LinkPurpose::PeerLink);
-    Empty e;
-    ASSERT_EQ(peer.call(MsgId::PeerAttach, PeerAttachReq{t3.id, t3.secret}, e, &why), 0) << why;
-    std::vector<uint8_t> junk(4096, 0xee);
-    uint64_t id = peer.ch->next_request_id();
-    iovec v{junk.data(), junk.size()};
-    peer.ch->send(static_cast<uint16_t>(MsgId::PeerWrite), 0, id,
-                  encode_message(PeerWriteReq{0, 4096}), &v, 1);
-    EXPECT_EQ(peer.call(MsgId::PeerFinish, Empty{}, e, &why), 800) << why;
-  }
+  EXPECT_EQ(attach(invented, secret, &why).first, 800);
+  // A client session cannot speak a peer link's requests.
+  PeerTicketRep t3 = ticket();
   EXPECT_EQ(client.call(MsgId::PeerAttach, PeerAttachReq{t3.id, t3.secret}, ok, &why), 801);
-  {
-    // The memory is unchanged.
-    auto [e4, t4] = ticket(m.ptr, 4096);
-    ASSERT_EQ(e4, 0);
-    std::vector<uint8_t> again;
-    EXPECT_EQ(attach(t4.id, t4.secret, &why, &again), 0) << why;
-    EXPECT_EQ(again, bytes);
-  }
+  EXPECT_EQ(memory(), bytes);
   EXPECT_TRUE(d.alive());
 }
 
