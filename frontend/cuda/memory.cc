@@ -194,12 +194,60 @@ RGPU_CU CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props
   if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
       props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
-  if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+  // Shareable as a POSIX file descriptor between processes of one server (client/misc2.cc);
+  // Win32 and fabric handles are not.
+  if (props->handleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
     return static_cast<CUresult>(
-        cuda_fe::unsupported("cuMemPoolCreate with shareable handle types (pool IPC)"));
+        cuda_fe::unsupported("cuMemPoolCreate with Win32 or fabric handle types"));
   Pool* p = nullptr;
   CUresult r = to_driver(core().mem_pool_create(props->location.id, props->maxSize, &p));
+  if (r == CUDA_SUCCESS) p->handle_types = static_cast<unsigned>(props->handleTypes);
   if (r == CUDA_SUCCESS) *pool = reinterpret_cast<CUmemoryPool>(p);
+  return r;
+}
+
+// ---- pools shared between processes of one server (the runtime's forms: frontend/cudart/misc2.cc)
+
+static_assert(sizeof(CUmemPoolPtrExportData) == client::Client::kIpcHandleBytes);
+
+RGPU_CU CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
+                                                  CUmemAllocationHandleType handleType,
+                                                  unsigned long long flags) {
+  RGPU_INIT();
+  if (!handle_out || !pool || flags) return CUDA_ERROR_INVALID_VALUE;
+  int fd = -1;
+  CUresult r =
+      to_driver(core().mem_pool_export_fd(pool_of(pool), static_cast<unsigned>(handleType), &fd));
+  if (r == CUDA_SUCCESS) *static_cast<int*>(handle_out) = fd;  // an int, as CUDA's
+  return r;
+}
+
+RGPU_CU CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
+                                                    CUmemAllocationHandleType handleType,
+                                                    unsigned long long flags) {
+  RGPU_INIT();
+  if (!pool_out || flags) return CUDA_ERROR_INVALID_VALUE;
+  // A POSIX file descriptor arrives as the pointer's value, as with CUDA.
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(handle));
+  Pool* p = nullptr;
+  CUresult r = to_driver(core().mem_pool_import_fd(fd, static_cast<unsigned>(handleType), &p));
+  if (r == CUDA_SUCCESS) *pool_out = reinterpret_cast<CUmemoryPool>(p);
+  return r;
+}
+
+RGPU_CU CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr p) {
+  RGPU_INIT();
+  if (!shareData_out) return CUDA_ERROR_INVALID_VALUE;
+  return to_driver(core().mem_pool_export_pointer(ptr(p), shareData_out->reserved));
+}
+
+RGPU_CU CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
+                                        CUmemPoolPtrExportData* shareData) {
+  RGPU_INIT();
+  if (!ptr_out || !pool || !shareData) return CUDA_ERROR_INVALID_VALUE;
+  void* p = nullptr;
+  CUresult r = to_driver(core().mem_pool_import_pointer(pool_of(pool), shareData->reserved, &p));
+  if (r == CUDA_SUCCESS) *ptr_out = dptr(p);
   return r;
 }
 

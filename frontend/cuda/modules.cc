@@ -195,6 +195,41 @@ RGPU_CU CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary 
                                     const char* name) {
   return get_global(dptr, bytes, library, name);
 }
+// A library global used as managed memory: its host shadow (the address is the same on both
+// sides), kept coherent like a __managed__ variable's (the runtime's cudaLibraryGetManaged).
+RGPU_CU CUresult cuLibraryGetManaged(CUdeviceptr* dp, size_t* bytes, CUlibrary library,
+                                     const char* name) {
+  RGPU_INIT();
+  if (!name || (!dp && !bytes)) return CUDA_ERROR_INVALID_VALUE;
+  client::Module* m = valid_module(library);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  client::Variable* v = core().modules().variable(m, name);
+  if (!v) return CUDA_ERROR_NOT_FOUND;
+  uint64_t addr = 0, size = 0;
+  if (auto e = core().global_info(v, &addr, &size); e != err::Success)
+    return e == client::errc::InvalidSymbol ? CUDA_ERROR_NOT_FOUND : to_driver(e);
+  if (dp) {
+    void* host = nullptr;
+    if (CUresult r = to_driver(core().managed_variable(v, &host)); r != CUDA_SUCCESS) return r;
+    *dp = cuda_fe::dptr(host);
+  }
+  if (bytes) *bytes = static_cast<size_t>(size);
+  return CUDA_SUCCESS;
+}
+
+// rgpu registers no unified tables (__cudaRegisterUnifiedTable stays a stub: such a pointer could
+// only be called on the GPU's own host): no name is a unified function, CUDA_ERROR_NOT_FOUND.
+RGPU_CU CUresult cuLibraryGetUnifiedFunction(void** fptr, CUlibrary library, const char* symbol) {
+  RGPU_INIT();
+  if (!fptr || !symbol) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_module(library)) return CUDA_ERROR_INVALID_HANDLE;
+  LOG_WARN(
+      "cuLibraryGetUnifiedFunction(%s): rgpu has no unified functions (their pointers are "
+      "only callable on the GPU's own host)",
+      symbol);
+  return CUDA_ERROR_NOT_FOUND;
+}
+
 RGPU_CU CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
   RGPU_INIT();
   if (!count) return CUDA_ERROR_INVALID_VALUE;

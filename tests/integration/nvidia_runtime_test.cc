@@ -115,10 +115,13 @@ INSTANTIATE_TEST_SUITE_P(
         // cuSOLVER's and cuSPARSE's runtimes load hundreds of modules at their first call
         Case{"nvidia_libs", "tcp", {"handles"}, 1, 140},
         Case{"nvidia_libs", "shm", {"handles"}, 1, 140}, Case{"vmm_runtime", "tcp"},
-        Case{"vmm_runtime", "shm"}),
+        Case{"vmm_runtime", "shm"},
+        // __managed__ variables and cuLibraryGetManaged under NVIDIA's runtime
+        Case{"managed_vars", "tcp", {RGPU_CUDA_BIN "/managed_lib.fatbin"}}),
     [](const ::testing::TestParamInfo<Case>& i) {
       std::string name = std::string(i.param.program) + "_" + i.param.transport;
-      for (const std::string& a : i.param.args) {
+      for (std::string a : i.param.args) {
+        if (a.rfind(RGPU_CUDA_BIN "/", 0) == 0) a = a.substr(sizeof(RGPU_CUDA_BIN));  // a file
         name += '_';
         for (char ch : a) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
       }
@@ -169,6 +172,33 @@ TEST(NvidiaRuntimeIpc, MemoryHandleSharedBetweenProcesses) {
   ASSERT_TRUE(exporter.wait_line("ipc export: ", 60, &line)) << "the exporter did not finish";
   EXPECT_NE(line.find("passed"), std::string::npos) << line;
   exporter.kill_and_wait(0);
+}
+
+// A memory pool shared between two processes on NVIDIA's runtime and rgpu's driver
+// (cuMemPoolExportToShareableHandle / ImportFromShareableHandle, cuMemPoolExportPointer /
+// ImportPointer; tests/cuda/pool_share.cu, as Misc2.PoolSharedBetweenProcesses on rgpu's runtime).
+TEST(NvidiaRuntimeIpc, PoolSharedBetweenProcesses) {
+  Daemon d;
+  Env env = d.client_env();
+  env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
+  char dir[] = "/tmp/rgpu-nv-pool-share-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Child exporter = spawn({cuda_program("pool_share"), "export", dir}, env);
+  std::string line;
+  ASSERT_TRUE(exporter.wait_line("data ", 60, &line)) << "the exporter printed no export data";
+  std::string hex = line.substr(5);
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
+  ASSERT_EQ(hex.size(), 128u) << line;
+  ASSERT_TRUE(exporter.wait_line("listening", 60)) << "the exporter does not offer its pool";
+  Result imp = run({cuda_program("pool_share"), "import", dir, hex}, env, 60);
+  EXPECT_EQ(imp.status, 0) << imp.out << imp.err;
+  EXPECT_NE(imp.out.find("pool_share import: passed"), std::string::npos) << imp.out << imp.err;
+  ASSERT_TRUE(exporter.wait_line("pool_share export: ", 60, &line)) << "the exporter hung";
+  EXPECT_NE(line.find("passed"), std::string::npos) << line;
+  exporter.kill_and_wait(0);
+  unlink((std::string(dir) + "/sock").c_str());
+  unlink((std::string(dir) + "/done").c_str());
+  rmdir(dir);
 }
 
 }  // namespace
