@@ -491,6 +491,11 @@ class Client {
   // `location`: a device ordinal or kCpuDevice.
   CudaError mem_prefetch(const void* p, size_t n, int location);
   CudaError mem_discard(const void* p, size_t n);
+  // The batch forms (cudaMemPrefetchBatchAsync, ...DiscardBatchAsync, ...DiscardAndPrefetch...):
+  // range i is discarded (`discard`) and/or prefetched (`prefetch`) to where[j] for the last j
+  // with idxs[j] <= i; the batch's shape is checked first.  client/managed_batch.cc.
+  CudaError mem_batch(void* const* ptrs, const size_t* sizes, size_t count, const int* where,
+                      const size_t* idxs, size_t nlocs, bool discard, bool prefetch);
   // advice: cudaMemoryAdvise numbers (1-6).
   CudaError mem_advise(const void* p, size_t n, int advice, int location);
   CudaError mem_range(const void* p, size_t n, ManagedRange* out);

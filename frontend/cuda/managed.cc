@@ -1,5 +1,7 @@
 // Managed memory through the driver API (cuMemAllocManaged, prefetches, advice, range attributes,
 // stream attachment): the client core's emulation (client/managed.cc), as the runtime uses it.
+#include <vector>
+
 #include "frontend/cuda/api.h"
 
 using namespace rgpu;
@@ -141,4 +143,63 @@ RGPU_CU CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dp, size_t
 RGPU_CU CUresult cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dp, size_t length,
                                              unsigned int flags) {
   return attach(hStream, dp, length, flags, true);
+}
+
+// ---- the batch forms (Client::mem_batch)
+
+namespace {
+
+CUresult batch(CUdeviceptr* ptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* idxs,
+               size_t nlocs, unsigned long long flags, CUstream hStream, bool pt, bool discard,
+               bool prefetch_too) {
+  RGPU_INIT();
+  client::Stream s;
+  if (client::Error e = cuda_fe::stream_of(hStream, pt, &s); e != err::Success) return to_driver(e);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (hStream == nullptr && !pt) return CUDA_ERROR_INVALID_VALUE;  // not the legacy stream
+  std::vector<int> where(prefetch_too && locs ? nlocs : 0);
+  for (size_t j = 0; j < where.size(); ++j)
+    if (CUresult r = location_of(locs[j], &where[j]); r != CUDA_SUCCESS) return r;
+  static_assert(sizeof(CUdeviceptr) == sizeof(void*));
+  return to_driver(core().mem_batch(reinterpret_cast<void* const*>(ptrs), sizes, count,
+                                    where.data(), idxs, prefetch_too ? nlocs : 0, discard,
+                                    prefetch_too));
+}
+
+}  // namespace
+
+RGPU_CU CUresult cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                         CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                         size_t numPrefetchLocs, unsigned long long flags,
+                                         CUstream hStream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+               false, false, true);
+}
+RGPU_CU CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                              CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                              size_t numPrefetchLocs, unsigned long long flags,
+                                              CUstream hStream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+               true, false, true);
+}
+RGPU_CU CUresult cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                        unsigned long long flags, CUstream hStream) {
+  return batch(dptrs, sizes, count, nullptr, nullptr, 0, flags, hStream, false, true, false);
+}
+RGPU_CU CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                             unsigned long long flags, CUstream hStream) {
+  return batch(dptrs, sizes, count, nullptr, nullptr, 0, flags, hStream, true, true, false);
+}
+RGPU_CU CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                   CUmemLocation* prefetchLocs,
+                                                   size_t* prefetchLocIdxs, size_t numPrefetchLocs,
+                                                   unsigned long long flags, CUstream hStream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+               false, true, true);
+}
+RGPU_CU CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(
+    CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+    size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+               true, true, true);
 }

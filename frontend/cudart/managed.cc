@@ -1,5 +1,7 @@
 // Managed memory (cudaMallocManaged, prefetch, advice, range attributes, stream attachment),
 // emulated by the client core (client/managed.cc; docs/architecture.md, "Managed memory").
+#include <vector>
+
 #include "frontend/cudart/api.h"
 
 using namespace rgpu;
@@ -37,32 +39,19 @@ cudaError_t prefetch(const void* p, size_t n, cudaMemLocation loc, unsigned flag
   return ret(core().mem_prefetch(p, n, where));
 }
 
-// The batch forms: operation i goes to prefetchLocs[j] for the last j with idxs[j] <= i.
+// The batch forms (Client::mem_batch), with the locations as the core names them.
 cudaError_t batch(void** ptrs, size_t* sizes, size_t count, cudaMemLocation* locs, size_t* idxs,
                   size_t nlocs, unsigned long long flags, cudaStream_t stream, bool pt,
                   bool discard, bool prefetch_too) {
   client::Stream s;
   if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
-  if (!ptrs || !sizes || count == 0 || flags != 0) return ret(err::InvalidValue);
+  if (flags != 0) return ret(err::InvalidValue);
   if (stream == nullptr && !pt) return ret(err::InvalidValue);  // not the legacy stream
-  if (prefetch_too) {
-    if (!locs || !idxs || nlocs == 0 || nlocs > count || idxs[0] != 0)
-      return ret(err::InvalidValue);
-    for (size_t j = 1; j < nlocs; ++j)
-      if (idxs[j] <= idxs[j - 1] || idxs[j] >= count) return ret(err::InvalidValue);
-  }
-  size_t j = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (discard)
-      if (CudaError e = core().mem_discard(ptrs[i], sizes[i]); e != err::Success) return ret(e);
-    if (!prefetch_too) continue;
-    while (j + 1 < nlocs && idxs[j + 1] <= i) ++j;
-    int where = 0;
-    if (CudaError e = location_of(locs[j], &where); e != err::Success) return ret(e);
-    if (CudaError e = core().mem_prefetch(ptrs[i], sizes[i], where); e != err::Success)
-      return ret(e);
-  }
-  return cudaSuccess;
+  std::vector<int> where(prefetch_too && locs ? nlocs : 0);
+  for (size_t j = 0; j < where.size(); ++j)
+    if (CudaError e = location_of(locs[j], &where[j]); e != err::Success) return ret(e);
+  return ret(core().mem_batch(ptrs, sizes, count, where.data(), idxs, prefetch_too ? nlocs : 0,
+                              discard, prefetch_too));
 }
 
 cudaError_t attach(cudaStream_t stream, void* p, size_t length, unsigned flags, bool pt) {

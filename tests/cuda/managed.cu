@@ -1,7 +1,8 @@
 // Managed memory (cudaMallocManaged and friends).  Natively and through rgpu (where it is
 // emulated: docs/architecture.md, "Managed memory") the program prints the same lines.
 //   basic   host init -> kernel -> host read, ping-pong, copies and memsets on managed memory,
-//           prefetch, advice and range attributes, stream attachment, pointer attributes, free.
+//           prefetch (and its batch form), advice and range attributes, stream attachment, pointer
+//           attributes, free.
 //   sparse  a 64 MiB allocation of which the host writes 8 ints 8 MiB apart, then a kernel reads
 //           them (through rgpu with RGPU_STATS=1 the client reports what moved: 8 granules).
 #include <cstdint>
@@ -105,6 +106,19 @@ int basic() {
   EXPECT_OK(cudaMemRangeGetAttribute(&last, sizeof last, cudaMemRangeAttributeLastPrefetchLocation,
                                      a, kN * sizeof(int)));
   EXPECT_TRUE(last == cudaCpuDeviceId, "last prefetch location: the CPU");
+  // The batch form: two halves to the device, then back to the host; the bytes stay.
+  {
+    void* halves[2] = {a, a + kN / 2};
+    size_t bytes[2] = {kN / 2 * sizeof(int), (kN - kN / 2) * sizeof(int)};
+    cudaMemLocation to_dev[1] = {dev0}, to_cpu[1] = {cpu};
+    size_t first[1] = {0}, bad[1] = {1};
+    EXPECT_OK(cudaMemPrefetchBatchAsync(halves, bytes, 2, to_dev, first, 1, 0, s));
+    EXPECT_OK(cudaMemPrefetchBatchAsync(halves, bytes, 2, to_cpu, first, 1, 0, s));
+    EXPECT_ERR(cudaMemPrefetchBatchAsync(halves, bytes, 2, to_cpu, bad, 1, 0, s),
+               cudaErrorInvalidValue);
+    EXPECT_OK(cudaStreamSynchronize(s));
+    EXPECT_TRUE(all_equal(a, kN, [](int i) { return 3 * i + 1; }), "batch prefetches keep bytes");
+  }
 
   // Advice and range attributes.
   EXPECT_OK(cudaMemAdvise(a, kN * sizeof(int), cudaMemAdviseSetReadMostly, dev0));
