@@ -58,6 +58,9 @@ std::string cuda_program(const std::string& name) {
 }
 
 Result run(const std::vector<std::string>& argv, const Env& env, int timeout_s) {
+#ifdef RGPU_SANITIZER_PRELOAD
+  timeout_s *= 2;  // everything runs instrumented: give a program longer before calling it hung
+#endif
   int out[2], err[2];
   if (pipe(out) || pipe(err)) throw std::runtime_error("pipe");
   pid_t pid = fork();
