@@ -243,4 +243,17 @@ std::vector<pid_t> live_children(pid_t parent) {
   return out;
 }
 
+std::string nvidia_runtime_dir() {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/rgpu-nvrt-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+    std::string d = tmpl;
+    if (symlink(RGPU_NVIDIA_CUDART, (d + "/libcudart.so.13").c_str()) != 0 ||
+        symlink(RGPU_LIB_PATH "/libcuda.so.1", (d + "/libcuda.so.1").c_str()) != 0)
+      throw std::runtime_error("cannot link NVIDIA's runtime and rgpu's driver into " + d);
+    return d;
+  }();
+  return dir;
+}
+
 }  // namespace rgpu::test

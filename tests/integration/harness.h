@@ -61,6 +61,9 @@ class Daemon {
 };
 
 std::string cuda_program(const std::string& name);
+// A folder with NVIDIA's runtime (the toolkit's libcudart.so.13) and rgpu's driver, and nothing
+// else: put first on LD_LIBRARY_PATH, programs run NVIDIA's runtime on rgpu's libcuda.so.1.
+std::string nvidia_runtime_dir();
 
 // Live (not zombie) child processes of `parent`, e.g. rgpud's session processes. Processes that
 // end while /proc is read are skipped, never an error.

@@ -36,10 +36,8 @@ TEST_P(Misc2, ManagedVariables) {
   EXPECT_TRUE(d.alive());
 }
 
-TEST_P(Misc2, PoolSharedBetweenProcesses) {
-  Daemon d;
-  Env env = d.client_env();
-  env["RGPU_TRANSPORT"] = GetParam();
+// pool_share's exporter offers its pool; an importer maps it and one of its pointers.
+void share_pool(const Env& env) {
   char dir[] = "/tmp/rgpu-pool-share-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   Child exporter = spawn({cuda_program("pool_share"), "export", dir}, env);
@@ -60,6 +58,24 @@ TEST_P(Misc2, PoolSharedBetweenProcesses) {
   unlink((std::string(dir) + "/sock").c_str());
   unlink((std::string(dir) + "/done").c_str());
   rmdir(dir);
+}
+
+TEST_P(Misc2, PoolSharedBetweenProcesses) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  share_pool(env);
+  EXPECT_TRUE(d.alive());
+}
+
+// The same on NVIDIA's runtime and rgpu's driver (cuMemPoolExportToShareableHandle /
+// ImportFromShareableHandle, cuMemPoolExportPointer / ImportPointer).
+TEST_P(Misc2, PoolSharedBetweenProcessesOnNvidiaRuntime) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
+  share_pool(env);
   EXPECT_TRUE(d.alive());
 }
 

@@ -28,18 +28,6 @@ constexpr bool kSanitized = false;
 #define RGPU_LIBS_MODE "handles"
 #endif
 
-// A folder with NVIDIA's runtime and rgpu's driver, and nothing else.
-std::string nvidia_runtime_dir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/rgpu-nvrt-XXXXXX";
-    std::string d = mkdtemp(tmpl);
-    EXPECT_EQ(symlink(RGPU_NVIDIA_CUDART, (d + "/libcudart.so.13").c_str()), 0);
-    EXPECT_EQ(symlink(RGPU_LIB_PATH "/libcuda.so.1", (d + "/libcuda.so.1").c_str()), 0);
-    return d;
-  }();
-  return dir;
-}
-
 struct Case {
   const char* program;
   const char* transport;
@@ -185,33 +173,6 @@ TEST(NvidiaRuntimeIpc, MemoryHandleSharedBetweenProcesses) {
   ASSERT_TRUE(exporter.wait_line("ipc export: ", 60, &line)) << "the exporter did not finish";
   EXPECT_NE(line.find("passed"), std::string::npos) << line;
   exporter.kill_and_wait(0);
-}
-
-// A memory pool shared between two processes on NVIDIA's runtime and rgpu's driver
-// (cuMemPoolExportToShareableHandle / ImportFromShareableHandle, cuMemPoolExportPointer /
-// ImportPointer; tests/cuda/pool_share.cu, as Misc2.PoolSharedBetweenProcesses on rgpu's runtime).
-TEST(NvidiaRuntimeIpc, PoolSharedBetweenProcesses) {
-  Daemon d;
-  Env env = d.client_env();
-  env["LD_LIBRARY_PATH"] = nvidia_runtime_dir();
-  char dir[] = "/tmp/rgpu-nv-pool-share-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  Child exporter = spawn({cuda_program("pool_share"), "export", dir}, env);
-  std::string line;
-  ASSERT_TRUE(exporter.wait_line("data ", 60, &line)) << "the exporter printed no export data";
-  std::string hex = line.substr(5);
-  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
-  ASSERT_EQ(hex.size(), 128u) << line;
-  ASSERT_TRUE(exporter.wait_line("listening", 60)) << "the exporter does not offer its pool";
-  Result imp = run({cuda_program("pool_share"), "import", dir, hex}, env, 60);
-  EXPECT_EQ(imp.status, 0) << imp.out << imp.err;
-  EXPECT_NE(imp.out.find("pool_share import: passed"), std::string::npos) << imp.out << imp.err;
-  ASSERT_TRUE(exporter.wait_line("pool_share export: ", 60, &line)) << "the exporter hung";
-  EXPECT_NE(line.find("passed"), std::string::npos) << line;
-  exporter.kill_and_wait(0);
-  unlink((std::string(dir) + "/sock").c_str());
-  unlink((std::string(dir) + "/done").c_str());
-  rmdir(dir);
 }
 
 }  // namespace
