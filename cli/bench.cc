@@ -271,6 +271,9 @@ void print_tls_rows(const std::vector<Result>& all, const std::string& server, u
   };
   row("sync call", "sync_call", 0);
   row("launch rate", "launch_rate", 0);
+  row("graph launches", "graph_launch_rate", 0);
+  row("graph replay", "graph_replay", 0);
+  row("same on stream", "stream_replay", 0);
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b);
   const Result* t = find(all, "sync_call", 0, "rgpu", "tcp");
@@ -278,12 +281,29 @@ void print_tls_rows(const std::vector<Result>& all, const std::string& server, u
   if (t && s) printf("  sync call over TLS: %+.1f us\n", s->value - t->value);
 }
 
+// A captured graph's replay against issuing the same calls on a stream, for each run.
+void print_graph_summary(const std::vector<Result>& all) {
+  const char* names[][2] = {{"native", ""}, {"rgpu", "tcp"}, {"rgpu", "shm"}, {"rgpu", "tls"}};
+  bool header = false;
+  for (auto& [mode, transport] : names) {
+    const Result* g = find(all, "graph_replay", 0, mode, transport);
+    const Result* s = find(all, "stream_replay", 0, mode, transport);
+    if (!g || !s) continue;
+    if (!header) printf("captured graph (100 empty kernels, memset, copy) vs the same calls:\n");
+    header = true;
+    printf("  %-6s %-3s: graph launch+sync %.1f us, 102 calls+sync %.1f us = %.2f\n", mode,
+           transport, g->value, s->value, g->value / s->value);
+  }
+}
+
 void usage() {
   fprintf(stderr,
           "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png] [--tls HOST:PORT]\n"
           "       rgpu bench --peer [--max-size SIZE] [--json FILE]\n"
           "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
-          "  rate, cudaMalloc+cudaFree pairs per second (4 KiB to 64 MiB), and host<->device copy\n"
+          "  rate, the cudaGraphLaunch rate of a one-kernel graph, a captured graph's replay (100\n"
+          "  empty kernels, a memset and a copy) against the same calls on a stream,\n"
+          "  cudaMalloc+cudaFree pairs per second (4 KiB to 64 MiB), and host<->device copy\n"
           "  bandwidth (pinned and pageable, 4 B to --max-size,\n"
           "  default 1GiB), natively (when this machine has a GPU), through rgpu (RGPU_SERVERS),\n"
           "  and over the raw link (TCP on loopback, when the server is on this machine).\n"
@@ -441,12 +461,16 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
              p.transport == "shm" ? cell(&p).c_str() : "-",
              cell(find(all, "sync_call", 0, "link")).c_str());
   row("launch rate", "launch_rate", 0, "");
+  row("graph launches", "graph_launch_rate", 0, "");
+  row("graph replay", "graph_replay", 0, "");
+  row("same on stream", "stream_replay", 0, "");
   for (uint64_t b : kAllocSizes) row("malloc+free/s", "alloc_rate", b, "");
   if (find(all, "cnn_step", 0, "rgpu", "tcp")) row("CNN step (time)", "cnn_step", 0, "");
   for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"})
     for (uint64_t b = 4; b <= max_bytes; b *= 16) row(op, op, b, "stream");
   for (auto& n : notes) printf("note: %s\n", n.c_str());
   if (!tls_server.empty()) print_tls_rows(all, tls_server, max_bytes);
+  print_graph_summary(all);
 
   // The targets (same run).
   uint64_t big = 4;

@@ -291,6 +291,8 @@ class Client {
   // ---- graphs (client/graphs.cc)
   CudaError graph_create(Graph** out);
   CudaError graph_destroy(Graph* g);
+  // The graph, its child graphs (which their nodes own) and their server copies.
+  CudaError graph_destroy_tree(Graph* g);
   // Adds a node recording request `type` (0: an empty node) with `body`, and `payload` bytes for
   // a host-to-device copy.
   CudaError graph_add(Graph* g, const std::vector<GraphNode*>& deps, uint16_t type,
@@ -308,8 +310,9 @@ class Client {
   CudaError graph_add_memset(const NodeTarget& t, void* ptr, int value, size_t n, GraphNode** out);
   CudaError graph_add_host(const NodeTarget& t, std::function<void()> fn, GraphNode** out);
   CudaError graph_add_event(const NodeTarget& t, Event* event, bool wait, GraphNode** out);
+  // `move`: the node takes `child` itself (cudaGraphChildGraphOwnershipMove) instead of a clone.
   CudaError graph_add_child(Graph* g, const std::vector<GraphNode*>& deps, Graph* child,
-                            GraphNode** out);
+                            GraphNode** out, bool move = false);
   CudaError graph_edges(Graph* g, const std::vector<GraphNode*>& from,
                         const std::vector<GraphNode*>& to, bool remove);
   CudaError graph_clone(Graph* g, Graph** out);

@@ -62,11 +62,28 @@ CudaError Client::graph_create(Graph** out) {
   return err::Success;
 }
 
+namespace {
+
+// A graph that a child-graph node owns cannot be used on its own (false, logged once by call).
+bool free_standing(const Graph* g, const char* call) {
+  if (!g->owner) return true;
+  LOG_ERROR("%s: the graph is owned by a child-graph node (moved into its parent or embedded)",
+            call);
+  return false;
+}
+
+}  // namespace
+
 CudaError Client::graph_destroy(Graph* g) {
   if (!g) return err::InvalidValue;
+  if (!free_standing(g, "cudaGraphDestroy")) return err::InvalidValue;
+  return graph_destroy_tree(g);
+}
+
+CudaError Client::graph_destroy_tree(Graph* g) {
   CudaError e = g->link->call<GraphDestroyMsg>(GraphObjectReq{g->gpu, g->id});
   for (const auto& n : g->nodes)
-    if (n->child) graph_destroy(n->child);
+    if (n->child) graph_destroy_tree(n->child);
   delete g;  // nodes go with it; executable graphs are the server's copies
   return e;
 }
@@ -233,9 +250,17 @@ CudaError Client::graph_add_event(const NodeTarget& t, Event* event, bool wait, 
 }
 
 CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps, Graph* child,
-                                  GraphNode** out) {
-  if (!g || !child || !out) return err::InvalidValue;
+                                  GraphNode** out, bool move) {
+  if (!g || !child || !out || child == g) return err::InvalidValue;
   if (child->link != g->link || child->gpu != g->gpu) return err::InvalidValue;
+  if (move && !free_standing(child, "cudaGraphAddNode (child graph, ownership move)"))
+    return err::InvalidValue;
+  if (move && (*child->instances > 0 || child->capture_into)) {
+    LOG_ERROR(
+        "cudaGraphAddNode: a graph moved into a parent may not have executable graphs or be "
+        "captured into");
+    return err::InvalidValue;
+  }
   for (const auto& n : child->nodes)
     if (!n->removed && (n->alloc || n->kind == 11)) {
       LOG_ERROR("cudaGraphAddChildGraphNode: a graph with memory nodes cannot be a child graph");
@@ -271,7 +296,13 @@ CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps,
   n->deps = deps;
   n->child_first = base + 1;
   n->child_count = rep.nodes.size();
-  return graph_clone(child, &n->child);
+  if (move) {
+    n->child = child;  // the parent's now: destroyed with it
+  } else if (CudaError e = graph_clone(child, &n->child); e != err::Success) {
+    return e;
+  }
+  n->child->owner = n;
+  return err::Success;
 }
 
 CudaError Client::graph_edges(Graph* g, const std::vector<GraphNode*>& from,
@@ -323,8 +354,10 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
         m->deps.clear();
         for (GraphNode* d : n->deps) m->deps.push_back(c->node(d->id));
       }
-      if (n->child)
+      if (n->child) {
         if (CudaError e = graph_clone(n->child, &m->child); e != err::Success) return e;
+        m->child->owner = m;
+      }
     }
   *out = c.release();
   return err::Success;
@@ -332,6 +365,7 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
 
 CudaError Client::graph_instantiate(Graph* g, GraphExec** out) {
   if (!g || !out) return err::InvalidValue;
+  if (!free_standing(g, "cudaGraphInstantiate")) return err::InvalidValue;
   if (*g->instances > 0 && g->has_mem_nodes()) {
     LOG_ERROR(
         "cudaGraphInstantiate: a graph with memory nodes can have one executable graph at a "
@@ -353,6 +387,7 @@ CudaError Client::graph_instantiate(Graph* g, GraphExec** out) {
 CudaError Client::graph_exec_update(GraphExec* x, Graph* g) {
   if (!x || !g) return err::InvalidValue;
   if (x->link != g->link || x->gpu != g->gpu) return err::InvalidValue;
+  if (!free_standing(g, "cudaGraphExecUpdate")) return err::InvalidValue;
   GraphExec y;  // memory nodes cannot change by an update
   graph_mem_instantiate(g, &y);
   if (y.allocs != x->allocs || y.frees != x->frees) return 910;  // GraphExecUpdateFailure

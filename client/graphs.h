@@ -53,6 +53,10 @@ struct Graph {
   uint64_t id = 0;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // nodes[i]->id == i + 1
   const Graph* origin = nullptr;                  // the graph this one was cloned from
+  // The child-graph node that embeds this graph (its clone, or the graph itself when moved in with
+  // cudaGraphChildGraphOwnershipMove): it goes with that node; the program may not destroy or
+  // instantiate it, embed it elsewhere, update an executable graph from it, or add memory nodes.
+  GraphNode* owner = nullptr;
   // Being captured into by cudaStreamBeginCaptureToGraph: it had `capture_base` nodes before.
   bool capture_into = false;
   size_t capture_base = 0;

@@ -50,7 +50,7 @@ CudaError Client::graph_destroy_node(GraphNode* n) {
   }
   for (const auto& m : g->nodes) std::erase_if(m->deps, [](GraphNode* d) { return d->removed; });
   if (n->child) {
-    graph_destroy(n->child);
+    graph_destroy_tree(n->child);
     n->child = nullptr;
   }
   return err::Success;

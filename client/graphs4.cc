@@ -60,6 +60,10 @@ CudaError Client::gmem_allocate(int dev, size_t bytes, std::shared_ptr<GraphAllo
 CudaError Client::graph_add_mem_alloc(Graph* g, const std::vector<GraphNode*>& deps, size_t bytes,
                                       GraphNode** out) {
   if (!g || !out) return err::InvalidValue;
+  if (g->owner) {
+    LOG_ERROR("cudaGraphAddMemAllocNode: the graph is a child graph (owned by its node)");
+    return err::InvalidValue;
+  }
   if (bytes == 0) {
     LOG_ERROR("cudaGraphAddMemAllocNode: the allocation's size is 0");
     return err::InvalidValue;
@@ -77,6 +81,10 @@ CudaError Client::graph_add_mem_alloc(Graph* g, const std::vector<GraphNode*>& d
 CudaError Client::graph_add_mem_free(Graph* g, const std::vector<GraphNode*>& deps, void* ptr,
                                      GraphNode** out) {
   if (!g || !out) return err::InvalidValue;
+  if (g->owner) {
+    LOG_ERROR("cudaGraphAddMemFreeNode: the graph is a child graph (owned by its node)");
+    return err::InvalidValue;
+  }
   {
     std::lock_guard<std::mutex> lock(gmem_mu_);
     auto it = gmem_all_.find(addr(ptr));

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "frontend/common/launch_attributes.h"
+#include "frontend/common/launch_extra.h"
 #include "frontend/cuda/graph_nodes.h"
 
 using namespace rgpu;
@@ -36,16 +37,16 @@ bool node_target(CUgraphNode node, CUgraphExec exec, CUgraphNodeType kind, clien
 CUresult kernel_node(const client::NodeTarget& t, const CUDA_KERNEL_NODE_PARAMS* p,
                      client::GraphNode** out, const std::vector<CUlaunchAttribute>* attrs) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
-  if (p->extra) {
-    LOG_WARN(
-        "rgpu: kernel graph nodes with `extra` arguments are not supported (pass "
-        "kernelParams)");
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
   // func, or the CUkernel when func is NULL (both are client::Function*).
   client::Function* f =
       function_of(p->func ? static_cast<const void*>(p->func) : static_cast<const void*>(p->kern));
   if (!f) return CUDA_ERROR_INVALID_VALUE;
+  // Arguments in an `extra` buffer: pointers into it, one per parameter (copied below).
+  std::vector<void*> holder;
+  void** args = nullptr;
+  if (!frontend::launch_arguments(f, p->kernelParams, p->extra, holder, &args,
+                                  "cuGraphAddKernelNode"))
+    return CUDA_ERROR_INVALID_VALUE;
   std::vector<CUlaunchAttribute> kept;
   if (attrs)
     kept = *attrs;
@@ -68,17 +69,17 @@ CUresult kernel_node(const client::NodeTarget& t, const CUDA_KERNEL_NODE_PARAMS*
   }
   client::GraphNode* n = nullptr;
   CUresult r = to_driver(core().graph_add_kernel(t, f, {p->gridDimX, p->gridDimY, p->gridDimZ},
-                                                 {p->blockDimX, p->blockDimY, p->blockDimZ},
-                                                 p->kernelParams, p->sharedMemBytes, &n, wire));
+                                                 {p->blockDimX, p->blockDimY, p->blockDimZ}, args,
+                                                 p->sharedMemBytes, &n, wire));
   if (r != CUDA_SUCCESS) return r;
   if (!t.exec) {
     auto c = std::make_shared<KernelNodeCopy>();
     c->params = *p;
+    c->params.extra = nullptr;  // kept as argument copies: kernelParams below
     c->attrs = std::move(kept);
     size_t offset = 0, size = 0;
-    for (size_t i = 0; p->kernelParams && core().param_info(f, i, &offset, &size) == err::Success;
-         ++i) {
-      const char* a = static_cast<const char*>(p->kernelParams[i]);
+    for (size_t i = 0; args && core().param_info(f, i, &offset, &size) == err::Success; ++i) {
+      const char* a = static_cast<const char*>(args[i]);
       c->args.emplace_back(a, a + size);
     }
     for (auto& a : c->args) c->arg_ptrs.push_back(a.data());
@@ -233,12 +234,13 @@ CUresult any_node(const client::NodeTarget& t, CUgraphNodeParams* p, client::Gra
     case CU_GRAPH_NODE_TYPE_GRAPH: {
       if (t.node)
         break;  // a child graph's nodes are set through cuGraphExecChildGraphNodeSetParams
-      if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) {
-        LOG_WARN("rgpu: a child graph moved into its parent is not supported (clone it)");
-        return CUDA_ERROR_NOT_SUPPORTED;
-      }
+      // Clone: the node embeds a copy; move: the node takes the graph itself (the parent's now).
+      const auto own = p->graph.ownership;
+      if (own != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE && own != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+        return CUDA_ERROR_INVALID_VALUE;
       client::GraphNode* n = nullptr;
-      CUresult r = to_driver(core().graph_add_child(t.graph, t.deps, graph_of(p->graph.graph), &n));
+      CUresult r = to_driver(core().graph_add_child(t.graph, t.deps, graph_of(p->graph.graph), &n,
+                                                    own == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE));
       if (r != CUDA_SUCCESS) return r;
       p->graph.graph = cu(n->child);  // the embedded graph
       if (out) *out = n;

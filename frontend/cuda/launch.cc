@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "frontend/common/launch_attributes.h"
+#include "frontend/common/launch_extra.h"
 #include "frontend/cuda/api.h"
 
 using namespace rgpu;
@@ -25,45 +26,6 @@ bool convert(const CUlaunchAttribute& a, Attr& out) {
                                     [](CUevent e) { return cuda_fe::event_of(e); });
 }
 
-// The argument pointers of a launch: `params`, or pointers into the `extra` buffer at each
-// parameter's offset (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE, then CU_LAUNCH_PARAM_END).
-CUresult arguments(client::Function* f, void** params, void** extra, std::vector<void*>& out,
-                   void*** args) {
-  if (params && extra) return CUDA_ERROR_INVALID_VALUE;
-  if (!extra) {
-    *args = params;
-    return CUDA_SUCCESS;
-  }
-  char* buffer = nullptr;
-  size_t size = 0;
-  bool have_size = false;
-  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-      buffer = static_cast<char*>(extra[i + 1]);
-    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
-      if (!extra[i + 1]) return CUDA_ERROR_INVALID_VALUE;
-      size = *static_cast<size_t*>(extra[i + 1]);
-      have_size = true;
-    } else {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-  }
-  if (!buffer || !have_size) return CUDA_ERROR_INVALID_VALUE;
-  out.clear();
-  for (size_t i = 0;; ++i) {
-    size_t offset = 0, psize = 0;
-    if (core().param_info(f, i, &offset, &psize) != err::Success) break;
-    if (offset + psize > size) {
-      LOG_ERROR("cuLaunchKernel: the `extra` buffer holds %zu bytes; parameter %zu of %s needs %zu",
-                size, i, f->name.c_str(), offset + psize);
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    out.push_back(buffer + offset);
-  }
-  *args = out.data();
-  return CUDA_SUCCESS;
-}
-
 CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 block, unsigned smem,
                 CUstream st, bool pt, void** params, void** extra, const std::vector<Attr>& attrs) {
   RGPU_INIT();
@@ -74,7 +36,8 @@ CUresult launch(CUfunction fn, client::Client::Dim3 grid, client::Client::Dim3 b
   if (client::Error e = cuda_fe::stream_of(st, pt, &s); e != err::Success) return to_driver(e);
   std::vector<void*> holder;
   void** args = nullptr;
-  if (CUresult r = arguments(f, params, extra, holder, &args); r != CUDA_SUCCESS) return r;
+  if (!frontend::launch_arguments(f, params, extra, holder, &args, "cuLaunchKernel"))
+    return CUDA_ERROR_INVALID_VALUE;
   if (attrs.empty()) return to_driver(core().launch(f, grid, block, args, smem, s));
   return to_driver(core().launch_ex(f, grid, block, args, smem, s, attrs));
 }

@@ -342,16 +342,20 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
       cudaHostNodeParams h{p->host.fn, p->host.userData};
       return cudaGraphAddHostNode(node, graph, deps, n, &h);
     }
-    case cudaGraphNodeTypeGraph:
-      if (p->graph.ownership != cudaGraphChildGraphOwnershipClone) {
-        LOG_WARN("rgpu: a child graph moved into its parent is not supported (clone it)");
-        return ret(err::NotSupported);
-      }
-      if (cudaError_t e = cudaGraphAddChildGraphNode(node, graph, deps, n, p->graph.graph);
-          e != cudaSuccess)
-        return e;
-      p->graph.graph = reinterpret_cast<cudaGraph_t>(N(*node)->child);  // the embedded graph
+    case cudaGraphNodeTypeGraph: {
+      // Clone: the node embeds a copy; move: the node takes the graph itself (the parent's now).
+      const auto own = p->graph.ownership;
+      if (own != cudaGraphChildGraphOwnershipClone && own != cudaGraphChildGraphOwnershipMove)
+        return ret(err::InvalidValue);
+      client::GraphNode* out = nullptr;
+      if (CudaError e = core().graph_add_child(G(graph), deps_of(deps, n), G(p->graph.graph), &out,
+                                               own == cudaGraphChildGraphOwnershipMove);
+          e != err::Success)
+        return ret(e);
+      *node = reinterpret_cast<cudaGraphNode_t>(out);
+      p->graph.graph = reinterpret_cast<cudaGraph_t>(out->child);  // the embedded graph
       return cudaSuccess;
+    }
     case cudaGraphNodeTypeEmpty:
       return cudaGraphAddEmptyNode(node, graph, deps, n);
     case cudaGraphNodeTypeWaitEvent:

@@ -2,6 +2,7 @@
 // cudaGraph*NodeSetParams / cudaGraphEvent*NodeSetEvent and their cudaGraphExec* forms, which
 // send the node's new request to the server (GraphSetNode) in place of the recorded one.
 #include "common/log.h"
+#include "frontend/common/launch_extra.h"
 #include "frontend/cudart/graph_nodes.h"
 #include "frontend/cudart/registration.h"
 
@@ -14,9 +15,14 @@ namespace rgpu::cudart {
 CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p,
                       client::GraphNode** out, const std::vector<cudaLaunchAttribute>* attrs) {
   if (!p) return err::InvalidValue;
-  if (p->extra) return err::NotSupported;
   client::Function* f = Registration::get().function(p->func);
   if (!f) return client::errc::InvalidDeviceFunction;
+  // Arguments in an `extra` buffer: pointers into it, one per parameter (copied below).
+  std::vector<void*> holder;
+  void** args = nullptr;
+  if (!frontend::launch_arguments(f, p->kernelParams, p->extra, holder, &args,
+                                  "cudaGraphAddKernelNode"))
+    return err::InvalidValue;
   std::vector<cudaLaunchAttribute> kept;
   if (attrs)
     kept = *attrs;
@@ -36,16 +42,17 @@ CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p
   }
   client::GraphNode* n = nullptr;
   CudaError e = core().graph_add_kernel(t, f, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
-                                        {p->blockDim.x, p->blockDim.y, p->blockDim.z},
-                                        p->kernelParams, p->sharedMemBytes, &n, wire);
+                                        {p->blockDim.x, p->blockDim.y, p->blockDim.z}, args,
+                                        p->sharedMemBytes, &n, wire);
   if (e != err::Success) return e;
   if (!t.exec) {
     auto c = std::make_shared<KernelNodeCopy>();
     c->params = *p;
+    c->params.extra = nullptr;  // kept as argument copies: kernelParams below
     c->attrs = std::move(kept);
     size_t offset = 0, size = 0;
-    for (size_t i = 0; core().param_info(f, i, &offset, &size) == err::Success; ++i) {
-      const char* a = static_cast<const char*>(p->kernelParams[i]);
+    for (size_t i = 0; args && core().param_info(f, i, &offset, &size) == err::Success; ++i) {
+      const char* a = static_cast<const char*>(args[i]);
       c->args.emplace_back(a, a + size);
     }
     for (auto& a : c->args) c->arg_ptrs.push_back(a.data());

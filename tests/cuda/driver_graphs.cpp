@@ -1,6 +1,7 @@
 // CUDA graphs through the driver API alone (libcuda.so.1): graphs built node by node (memset,
 // kernel, memcpy, host, event, empty, child graph, memory alloc/free, cuGraphAddNode), their
-// shape and parameter queries, kernel node attributes, graph memory attributes, setters in the
+// shape and parameter queries, kernel nodes with `extra` buffers, a child graph moved into its
+// parent, kernel node attributes, graph memory attributes, setters in the
 // graph and in the executable graph, update, enabling, clones, stream capture (into a new graph
 // and into an existing one), user objects and the DOT description.
 // Built like driver_api.cpp against the toolkit's stub libcuda.so; it runs on NVIDIA's driver
@@ -11,9 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "launch_lib_cubin.h"
-
 #include "driver_check.h"
+#include "launch_lib_cubin.h"
 
 constexpr int kN = 1000;
 static int g_host_calls = 0;
@@ -390,6 +390,105 @@ int main() {
     EXPECT_OK(cuDeviceGraphMemTrim(dev));
     EXPECT_OK(cuGraphExecDestroy(xm));
     EXPECT_OK(cuGraphDestroy(gm));
+  }
+
+  // ---- a kernel node whose arguments are an `extra` buffer (no kernelParams)
+  {
+    struct {
+      CUdeviceptr x;
+      int v, n;
+    } packed{d, 4, kN};
+    size_t packed_size = sizeof packed;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &packed_size, CU_LAUNCH_PARAM_END};
+    CUDA_MEMSET_NODE_PARAMS zero{};
+    zero.dst = d, zero.value = 0, zero.elementSize = 4, zero.width = kN, zero.height = 1;
+    CUDA_MEMCPY3D out = d2d(d, g_out, kN * sizeof(int));
+    CUgraph ge = nullptr;
+    CUgraphNode eset = nullptr, eker = nullptr, ecpy = nullptr;
+    EXPECT_OK(cuGraphCreate(&ge, 0));
+    EXPECT_OK(cuGraphAddMemsetNode(&eset, ge, nullptr, 0, &zero, ctx));
+    CUDA_KERNEL_NODE_PARAMS ke = kernel_params(f, nullptr);
+    ke.extra = extra;
+    EXPECT_OK(cuGraphAddKernelNode(&eker, ge, &eset, 1, &ke));
+    packed.v = 99;  // the node keeps the buffer's bytes of when it was added
+    EXPECT_OK(cuGraphAddMemcpyNode(&ecpy, ge, &eker, 1, &out, ctx));
+    CUgraphExec xe = nullptr;
+    EXPECT_OK(cuGraphInstantiate(&xe, ge, 0));
+    EXPECT_OK(cuGraphLaunch(xe, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(all_equal(h, 4), "kernel node with `extra`: zeroed, +4, copied");
+    packed.v = 6;
+    EXPECT_OK(cuGraphExecKernelNodeSetParams(xe, eker, &ke));
+    EXPECT_OK(cuGraphLaunch(xe, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(all_equal(h, 6), "the executable graph's kernel node took a new `extra` buffer");
+    packed.v = 8;
+    EXPECT_OK(cuGraphKernelNodeSetParams(eker, &ke));
+    CUgraphExec xe2 = nullptr;
+    EXPECT_OK(cuGraphInstantiate(&xe2, ge, 0));
+    EXPECT_OK(cuGraphLaunch(xe2, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(all_equal(h, 8), "the graph's kernel node took a new `extra` buffer");
+    CUDA_KERNEL_NODE_PARAMS kg{};
+    EXPECT_OK(cuGraphKernelNodeGetParams(eker, &kg));
+    EXPECT_TRUE(kg.func == f && kg.gridDimX == ke.gridDimX, "kernel node with `extra`: its params");
+    void* both_args[] = {&d, &v, &n};
+    CUDA_KERNEL_NODE_PARAMS both = kernel_params(f, both_args);
+    both.extra = extra;
+    EXPECT_ERR(cuGraphKernelNodeSetParams(eker, &both), CUDA_ERROR_INVALID_VALUE);
+    size_t small = 8;  // too small for the function's parameters
+    void* short_extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                           &small, CU_LAUNCH_PARAM_END};
+    ke.extra = short_extra;
+    CUgraphNode bad_node = nullptr;
+    EXPECT_ERR(cuGraphAddKernelNode(&bad_node, ge, nullptr, 0, &ke), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuGraphExecDestroy(xe));
+    EXPECT_OK(cuGraphExecDestroy(xe2));
+    EXPECT_OK(cuGraphDestroy(ge));
+  }
+
+  // ---- a child graph moved into its parent (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+  {
+    CUDA_MEMSET_NODE_PARAMS zero{};
+    zero.dst = d, zero.value = 0, zero.elementSize = 4, zero.width = kN, zero.height = 1;
+    CUDA_MEMCPY3D out = d2d(d, g_out, kN * sizeof(int));
+    CUgraph child = nullptr, parent = nullptr;
+    CUgraphNode cset = nullptr, cker = nullptr, nmoved = nullptr, pcpy = nullptr;
+    EXPECT_OK(cuGraphCreate(&child, 0));
+    EXPECT_OK(cuGraphAddMemsetNode(&cset, child, nullptr, 0, &zero, ctx));
+    int cv = 11, cn = kN;
+    void* cargs[] = {&d, &cv, &cn};
+    CUDA_KERNEL_NODE_PARAMS ck = kernel_params(f, cargs);
+    EXPECT_OK(cuGraphAddKernelNode(&cker, child, &cset, 1, &ck));
+    EXPECT_OK(cuGraphCreate(&parent, 0));
+    CUgraphNodeParams mp{};
+    mp.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    mp.graph.graph = child;
+    mp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    EXPECT_OK(cuGraphAddNode(&nmoved, parent, nullptr, nullptr, 0, &mp));
+    CUgraph embedded = nullptr;
+    EXPECT_OK(cuGraphChildGraphNodeGetGraph(nmoved, &embedded));
+    EXPECT_TRUE(embedded == child, "the moved graph is the node's own graph (no copy)");
+    EXPECT_OK(cuGraphAddMemcpyNode(&pcpy, parent, &nmoved, 1, &out, ctx));
+    CUgraphExec xp = nullptr;
+    EXPECT_OK(cuGraphInstantiate(&xp, parent, 0));
+    EXPECT_OK(cuGraphLaunch(xp, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(all_equal(h, 11), "the moved child graph ran before the parent's copy");
+    CUgraphExec xc = nullptr;
+    EXPECT_TRUE(cuGraphInstantiate(&xc, child, 0) != CUDA_SUCCESS,
+                "a moved graph cannot be instantiated on its own");
+    EXPECT_TRUE(cuGraphDestroy(child) != CUDA_SUCCESS,
+                "a moved graph cannot be destroyed on its own");
+    CUgraph other = nullptr;
+    CUgraphNode again = nullptr;
+    EXPECT_OK(cuGraphCreate(&other, 0));
+    EXPECT_TRUE(cuGraphAddNode(&again, other, nullptr, nullptr, 0, &mp) != CUDA_SUCCESS,
+                "a moved graph cannot be moved into a second parent");
+    EXPECT_OK(cuGraphDestroy(other));
+    EXPECT_OK(cuGraphExecDestroy(xp));
+    EXPECT_OK(cuGraphDestroy(parent));  // the child goes with it
   }
 
   // ---- user objects

@@ -2,7 +2,10 @@
 // cudaGraphAddNode; kernel, memcpy and memset node parameter queries; nodes disabled and enabled
 // in an executable graph; a node destroyed; a child-graph node's graph and its replacement in an
 // executable graph; copy nodes to and from a symbol; capture into an existing graph with a
-// dependency added during the capture.  Prints the same lines natively and through rgpu.
+// dependency added during the capture; a kernel node with an `extra` buffer; a child graph moved
+// into its parent.  Prints the same lines natively and through rgpu.
+#include <cuda.h>
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -273,6 +276,76 @@ int main() {
   EXPECT_TRUE(all_equal(d, n, 0x02020202 + 2), "the existing node, then the captured kernels");
   EXPECT_OK(cudaGraphExecDestroy(x));
   EXPECT_OK(cudaGraphDestroy(pre));
+
+  // 8. A kernel node whose arguments are an `extra` buffer (kernelParams null).
+  struct {
+    int* p;
+    int n;
+  } packed{d, n};
+  size_t packed_size = sizeof packed;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &packed_size, CU_LAUNCH_PARAM_END};
+  g = memset_graph(d, n, 4);
+  REQUIRE_OK(g ? cudaSuccess : cudaErrorUnknown);
+  cudaGraphNode_t first_set, kx;
+  one = 1;
+  EXPECT_OK(cudaGraphGetNodes(g, &first_set, &one));
+  cudaKernelNodeParams kxp = {};
+  kxp.func = reinterpret_cast<void*>(add_one);
+  kxp.gridDim = dim3((n + 127) / 128);
+  kxp.blockDim = dim3(128);
+  kxp.extra = extra;
+  EXPECT_OK(cudaGraphAddKernelNode(&kx, g, &first_set, 1, &kxp));
+  packed.n = 0;  // the node keeps the buffer's bytes of when it was added
+  REQUIRE_OK(cudaGraphInstantiate(&x, g, 0));
+  EXPECT_OK(cudaGraphLaunch(x, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d, n, 0x04040404 + 1), "a kernel node with `extra` ran");
+  packed.n = n / 2;  // the executable graph's node: the first half only
+  EXPECT_OK(cudaGraphExecKernelNodeSetParams(x, kx, &kxp));
+  EXPECT_OK(cudaGraphLaunch(x, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  std::vector<int> half(n);
+  EXPECT_OK(cudaMemcpy(half.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(
+      half[0] == 0x04040404 + 1 && half[n / 2 - 1] == 0x04040404 + 1 && half[n / 2] == 0x04040404,
+      "the executable graph's kernel node took a new `extra` buffer");
+  kxp.kernelParams = args;
+  EXPECT_ERR(cudaGraphKernelNodeSetParams(kx, &kxp), cudaErrorInvalidValue);
+  EXPECT_OK(cudaGraphExecDestroy(x));
+  EXPECT_OK(cudaGraphDestroy(g));
+
+  // 9. A child graph moved into its parent (cudaGraphChildGraphOwnershipMove).
+  cudaGraph_t moved = memset_graph(d, n, 6);
+  REQUIRE_OK(moved ? cudaSuccess : cudaErrorUnknown);
+  REQUIRE_OK(cudaGraphCreate(&parent, 0));
+  np = {};
+  np.type = cudaGraphNodeTypeGraph;
+  np.graph.graph = moved;
+  np.graph.ownership = cudaGraphChildGraphOwnershipMove;
+  cudaGraphNode_t mnode, mafter;
+  EXPECT_OK(cudaGraphAddNode(&mnode, parent, nullptr, nullptr, 0, &np));
+  cudaGraph_t inside = nullptr;
+  EXPECT_OK(cudaGraphChildGraphNodeGetGraph(mnode, &inside));
+  EXPECT_TRUE(inside == moved, "the moved graph is the node's own graph (no copy)");
+  np = {};
+  np.type = cudaGraphNodeTypeKernel;
+  np.kernel.func = reinterpret_cast<void*>(add_one);
+  np.kernel.gridDim = dim3((n + 127) / 128);
+  np.kernel.blockDim = dim3(128);
+  np.kernel.kernelParams = args;
+  EXPECT_OK(cudaGraphAddNode(&mafter, parent, &mnode, nullptr, 1, &np));
+  REQUIRE_OK(cudaGraphInstantiate(&x, parent, 0));
+  EXPECT_OK(cudaGraphLaunch(x, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(all_equal(d, n, 0x06060606 + 1), "the moved child graph ran before the kernel");
+  cudaGraphExec_t xm = nullptr;
+  EXPECT_TRUE(cudaGraphInstantiate(&xm, moved, 0) != cudaSuccess,
+              "a moved graph cannot be instantiated on its own");
+  EXPECT_TRUE(cudaGraphDestroy(moved) != cudaSuccess, "a moved graph cannot be destroyed alone");
+  cudaGetLastError();
+  EXPECT_OK(cudaGraphExecDestroy(x));
+  EXPECT_OK(cudaGraphDestroy(parent));  // the moved graph goes with it
 
   EXPECT_OK(cudaStreamDestroy(s));
   EXPECT_OK(cudaStreamDestroy(s2));

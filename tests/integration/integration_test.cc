@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <thread>
 
 #include "common/cuda_errors.h"
@@ -336,6 +337,26 @@ TEST(Bulk, BenchRunsAndWritesJson) {
   EXPECT_NE(text.find("\"mode\": \"rgpu\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"mode\": \"link\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"op\": \"d2h_pageable\", \"bytes\": 16384"), std::string::npos) << text;
+  // The graph rows: in the table with numbers, and in the JSON for both transports.
+  for (const char* label : {"graph launches", "graph replay", "same on stream"}) {
+    size_t at = r.out.find(std::string("\n") + label);
+    ASSERT_NE(at, std::string::npos) << label << "\n" << r.out;
+    std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    EXPECT_TRUE(std::regex_search(line, std::regex("^[a-z ]+ +- +- +[0-9.e+]+(/s| us) "))) << line;
+  }
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("rgpu +tcp: graph launch\\+sync [0-9.]+ us, 102 calls\\+sync [0-9.]+ us")))
+      << r.out;
+  for (const char* op : {"graph_launch_rate", "graph_replay", "stream_replay"})
+    for (const char* t : {"tcp", "shm"}) {
+      std::regex entry(std::string("\\{\"op\": \"") + op +
+                       "\", \"bytes\": 0, \"mode\": \"rgpu\", \"value\": ([0-9.e+]+), "
+                       "\"unit\": \"[a-z/]+\", \"transport\": \"" +
+                       t + "\"\\}");
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(text, m, entry)) << op << " " << t << "\n" << text;
+      EXPECT_GT(std::stod(m[1]), 0) << op << " " << t;
+    }
   unlink(json.c_str());
 }
 
@@ -374,10 +395,10 @@ TEST(Transport, SharedMemoryNeedsALocalServerAndLeavesNoNames) {
 TEST(Transport, SharedMemoryOfAnotherUserNeedsAToken) {
   if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
     GTEST_SKIP() << "needs root and setpriv to run a client as another user";
-  Result reach = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                      "/bin/sh", "-c",
-                      "test -x '" + cuda_program("mem_info") + "' && test -r '" +
-                          std::string(RGPU_LIB_PATH) + "/libcudart.so.13'"});
+  Result reach =
+      run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c",
+           "test -x '" + cuda_program("mem_info") + "' && test -r '" + std::string(RGPU_LIB_PATH) +
+               "/libcudart.so.13'"});
   if (reach.status != 0) GTEST_SKIP() << "the build is not readable by another user here";
   Daemon d;
   Env env = d.client_env();
