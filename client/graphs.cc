@@ -64,11 +64,13 @@ CudaError Client::graph_create(Graph** out) {
 
 namespace {
 
-// A graph that a child-graph node owns cannot be used on its own (false, logged once by call).
-bool free_standing(const Graph* g, const char* call) {
-  if (!g->owner) return true;
-  LOG_ERROR("%s: the graph is owned by a child-graph node (moved into its parent or embedded)",
-            call);
+// A graph that a child-graph node owns cannot be destroyed or moved elsewhere on its own, and
+// one moved into its parent (cudaGraphChildGraphOwnershipMove) not instantiated or used for an
+// update either (`moved_only`: only that case is refused).  False (logged) when refused.
+bool free_standing(const Graph* g, const char* call, bool moved_only = false) {
+  if (!g->owner || (moved_only && !g->moved)) return true;
+  LOG_ERROR("%s: the graph is owned by a child-graph node (%s)", call,
+            g->moved ? "moved into its parent" : "embedded in it");
   return false;
 }
 
@@ -298,6 +300,7 @@ CudaError Client::graph_add_child(Graph* g, const std::vector<GraphNode*>& deps,
   n->child_count = rep.nodes.size();
   if (move) {
     n->child = child;  // the parent's now: destroyed with it
+    child->moved = true;
   } else if (CudaError e = graph_clone(child, &n->child); e != err::Success) {
     return e;
   }
@@ -365,7 +368,7 @@ CudaError Client::graph_clone(Graph* g, Graph** out) {
 
 CudaError Client::graph_instantiate(Graph* g, GraphExec** out) {
   if (!g || !out) return err::InvalidValue;
-  if (!free_standing(g, "cudaGraphInstantiate")) return err::InvalidValue;
+  if (!free_standing(g, "cudaGraphInstantiate", true)) return err::InvalidValue;
   if (*g->instances > 0 && g->has_mem_nodes()) {
     LOG_ERROR(
         "cudaGraphInstantiate: a graph with memory nodes can have one executable graph at a "
@@ -387,7 +390,7 @@ CudaError Client::graph_instantiate(Graph* g, GraphExec** out) {
 CudaError Client::graph_exec_update(GraphExec* x, Graph* g) {
   if (!x || !g) return err::InvalidValue;
   if (x->link != g->link || x->gpu != g->gpu) return err::InvalidValue;
-  if (!free_standing(g, "cudaGraphExecUpdate")) return err::InvalidValue;
+  if (!free_standing(g, "cudaGraphExecUpdate", true)) return err::InvalidValue;
   GraphExec y;  // memory nodes cannot change by an update
   graph_mem_instantiate(g, &y);
   if (y.allocs != x->allocs || y.frees != x->frees) return 910;  // GraphExecUpdateFailure

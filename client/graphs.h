@@ -57,6 +57,7 @@ struct Graph {
   // cudaGraphChildGraphOwnershipMove): it goes with that node; the program may not destroy or
   // instantiate it, embed it elsewhere, update an executable graph from it, or add memory nodes.
   GraphNode* owner = nullptr;
+  bool moved = false;  // the program's own graph, moved in (else the node's clone)
   // Being captured into by cudaStreamBeginCaptureToGraph: it had `capture_base` nodes before.
   bool capture_into = false;
   size_t capture_base = 0;
