@@ -3,6 +3,8 @@
 # (`--gpus 0`, `--gpus 1`, and a third on GPU 0), tests/cuda/peer_copies and cross_waits through
 # them (every pair, sync/async, 2-D, stream order), then `rgpu bench --peer` (cross-server copy vs
 # relay through the client vs a raw TCP stream) and native cudaMemcpyPeer for reference.
+# A program still running after its limit has its stacks and the sessions' taken (cuda-gdb) into
+# the logs tarball before it is killed.
 #   scripts/gpu-peer.sh [BUILD_DIR]        (after scripts/gpu-e2e.sh or gpu-torch.sh built it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +21,26 @@ for n in a b c; do for _ in $(seq 100); do [ -s $o/$n.port ] && break; sleep 0.1
 A=127.0.0.1:$(cat $o/a.port) B=127.0.0.1:$(cat $o/b.port) C=127.0.0.1:$(cat $o/c.port)
 rows=()
 through() { CUDA_VISIBLE_DEVICES=-1 LD_LIBRARY_PATH=$PWD/$b/lib "$@"; }
+dbg=$(command -v cuda-gdb || command -v gdb)
+# Runs "$@" (output to $1's file, given first) for at most $2 seconds; past that, the stacks of
+# the program and of every rgpud session process go to $o/stacks-*.txt before it is killed.
+tree() { echo $1; for c in $(pgrep -P $1); do tree $c; done; }  # a process and its descendants
+run_or_stacks() {  # outfile seconds command...
+  local out=$1 limit=$2; shift 2
+  "$@" >"$out" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 $pid 2>/dev/null && [ $waited -lt $limit ]; do sleep 1; waited=$((waited + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    echo "HUNG after ${limit}s: $*" >>"$out"
+    for p in $(tree $pid) $(for d in ${pids[*]}; do pgrep -P $d; done); do
+      timeout 90 $dbg -batch -p $p -ex "thread apply all bt" >$o/stacks-$p.txt 2>&1
+    done
+    kill -9 $(tree $pid) 2>/dev/null
+  fi
+  wait $pid
+}
 for t in tcp shm; do
-  RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B,$C through timeout 280 $b/cuda/peer_copies >$o/peer.$t 2>&1; rc=$?
+  RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B,$C run_or_stacks $o/peer.$t 240 through $b/cuda/peer_copies; rc=$?
   rows+=("peer_copies $t: rc=$rc $(tail -1 $o/peer.$t)")
   RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B through timeout 120 $b/cuda/cross_waits >$o/xw.$t 2>&1; rc=$?
   rows+=("cross_waits $t: rc=$rc $(tail -1 $o/xw.$t)")
