@@ -6,6 +6,7 @@
 # A program still running after its limit has its stacks and the sessions' taken (cuda-gdb) into
 # the logs tarball before it is killed.
 #   scripts/gpu-peer.sh [BUILD_DIR]        (after scripts/gpu-e2e.sh or gpu-torch.sh built it)
+# RGPU_PEER_LIMIT: seconds per test program (240); RGPU_PEER_MAX: bench's largest copy (1G).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 b=${1:-build-gpu}
@@ -40,13 +41,14 @@ run_or_stacks() {  # outfile seconds command...
   wait $pid
 }
 for t in tcp shm; do
-  RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B,$C run_or_stacks $o/peer.$t 240 through $b/cuda/peer_copies; rc=$?
+  RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B,$C run_or_stacks $o/peer.$t ${RGPU_PEER_LIMIT:-240} \
+    through stdbuf -oL $b/cuda/peer_copies; rc=$?
   rows+=("peer_copies $t: rc=$rc $(tail -1 $o/peer.$t)")
   RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B through timeout 120 $b/cuda/cross_waits >$o/xw.$t 2>&1; rc=$?
   rows+=("cross_waits $t: rc=$rc $(tail -1 $o/xw.$t)")
 done
 echo "== rgpu bench --peer (tcp), GPU 0 server -> GPU 1 server"
-RGPU_TRANSPORT=tcp RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size 1G 2>&1 | tail -40
+RGPU_TRANSPORT=tcp RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_MAX:-1G} 2>&1 | tail -40
 tail -n 30 $o/peer.tcp | grep -i "fail\|error" | head
 tar -C $o -czf ${OUT:-/tmp}/peer-logs.tgz . 2>/dev/null
 printf '%s\n' "${rows[@]}"

@@ -66,6 +66,7 @@ void Session::forward_output(uint64_t request_id) {
 }
 
 void Session::unload_modules(int dev) {
+  if (!modules_[dev].empty()) settle_peer_copies("unloading modules");
   for (Module& m : modules_[dev]) exec_.module_unload(dev, m.handle);
   modules_[dev].clear();
   module_ids_[dev].clear();
@@ -123,6 +124,8 @@ Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& imag
                                const std::vector<std::string>& functions,
                                const std::vector<VarName>& variables, ModuleRep& rep) {
   const int d = static_cast<int>(dev);
+  // Loading a module or its functions may synchronize the GPU's context (lazy loading).
+  settle_peer_copies("loading a module");
   auto it = module_ids_[dev].find(hash);
   if (it == module_ids_[dev].end()) {
     Module m;

@@ -2,8 +2,11 @@
 // copies"): PeerTicket (this server is the passive end: server/peer_host.h) and PeerCopy (this
 // server's stream runs the copy: server/peer_copy.h).  The peer link's own requests are served
 // by PeerHost on the link, never by a client's session.
+#include <algorithm>
+
 #include "backend/gate.h"
 #include "common/cuda_errors.h"
+#include "common/log.h"
 #include "server/peer_copy.h"
 #include "server/peer_host.h"
 #include "server/session.h"
@@ -29,6 +32,16 @@ StagingPool& Session::peer_pool() {
 void Session::stop_peers() {
   if (peer_copier_) peer_copier_->stop();
   if (peer_host_) peer_host_->stop();
+}
+
+void Session::settle_peer_copies(const char* why) {
+  if (!peer_copier_) return;
+  // A copy ends on its own (its peer link times out within timeout_s), so this wait is bounded
+  // in any case; the limit only keeps a stuck link from stalling the dispatcher longer.
+  const auto limit = std::chrono::seconds(std::max(config_.client_timeout_s, 1) + 5);
+  if (!peer_copier_->wait_idle(limit))
+    LOG_WARN("%s: copies to other servers still running after %lld s; going on", why,
+             static_cast<long long>(limit.count()));
 }
 
 PeerHost& Session::peer_host() {

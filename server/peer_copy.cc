@@ -89,7 +89,13 @@ void PeerCopier::start(PeerJob job, Done done) {
       if (l->done || l->closing) {
         refused = "no link to it (an earlier copy over it failed)";
       } else {
-        l->queue.push_back(Job{std::move(job), std::move(done)});
+        ++busy_;
+        l->queue.push_back(Job{std::move(job), [this, d = std::move(done)](const Status& s) {
+                                 d(s);
+                                 std::lock_guard<std::mutex> lock(mu_);
+                                 --busy_;
+                                 idle_cv_.notify_all();
+                               }});
         l->cv.notify_all();
         done = nullptr;
       }
@@ -127,8 +133,7 @@ void PeerCopier::work(Link& l) {
     conn = std::move(l.conn);
   }
   conn.reset();  // the peer's link thread ends
-  for (auto& [dev, stream] : l.streams) exec_.stream_destroy(dev, stream);
-  l.streams.clear();
+  l.streams.destroy(exec_);
   std::lock_guard<std::mutex> lock(l.mu);
   l.done = true;
   // A link that ends before being replaced leaves nothing queued behind it: start() refuses.
@@ -147,14 +152,7 @@ Status PeerCopier::run(Link& l, const PeerJob& job) {
   if (!l.failed.empty())
     return Status::fail(err::DevicesUnavailable, "peer link failed: " + l.failed);
   uint64_t stream = 0;
-  auto it = l.streams.find(job.local.dev);
-  if (it != l.streams.end()) {
-    stream = it->second;
-  } else {
-    if (Status c = exec_.stream_create(job.local.dev, 1 /* non-blocking */, 0, stream); !c.ok())
-      return c;
-    l.streams[job.local.dev] = stream;
-  }
+  if (Status c = l.streams.get(exec_, job.local.dev, stream); !c.ok()) return c;
   try {
     if (!l.ch) connect(l, job);
     return transfer(l, job, stream);
@@ -246,6 +244,11 @@ Status PeerCopier::transfer(Link& l, const PeerJob& job, uint64_t stream) {
       });
   if (!reply.ok()) return reply;
   return s;
+}
+
+bool PeerCopier::wait_idle(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, limit, [&] { return busy_ == 0; });
 }
 
 void PeerCopier::stop() {

@@ -9,6 +9,7 @@
 // fails its waiting copies and is dropped; the client's next copy brings a new ticket.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -56,6 +57,12 @@ class PeerCopier {
   void start(PeerJob job, Done done);
   // The session ends: links are shut down (copies fail), threads joined.
   void stop();
+  // Waits (at most `limit`) until every copy started has run its `done`; false when some still
+  // had not.  Loading code into the GPU's context may wait for the context's streams (CUDA's
+  // lazy loading synchronizes the context) while holding a driver lock that a copy's own CUDA
+  // calls need, and a stream held at a copy's gate cannot finish before the copy does: so the
+  // dispatcher settles the copies before it loads code (Session::settle_peer_copies).
+  bool wait_idle(std::chrono::milliseconds limit);
 
  private:
   struct Job {
@@ -73,8 +80,8 @@ class PeerCopier {
     std::thread thread;
     // The link thread's own:
     std::unique_ptr<channel::Channel> ch;
-    std::map<int, uint64_t> streams;  // a private stream per GPU
-    std::string failed;               // why the link broke ("" while it works)
+    PrivateStreams streams;
+    std::string failed;  // why the link broke ("" while it works)
   };
   void work(Link& link);
   backend::Status run(Link& link, const PeerJob& job);
@@ -85,7 +92,9 @@ class PeerCopier {
   StagingPool& pool_;
   const std::optional<std::string> token_;
   const int timeout_s_;
-  std::mutex mu_;                                       // links_, all_, stopping_
+  std::mutex mu_;  // links_, all_, stopping_, busy_
+  std::condition_variable idle_cv_;
+  size_t busy_ = 0;  // copies queued or running: their `done` has not run yet
   std::map<std::string, std::shared_ptr<Link>> links_;  // the live link to each endpoint
   std::vector<std::shared_ptr<Link>> all_;              // every link whose thread runs
   bool stopping_ = false;

@@ -191,17 +191,7 @@ PeerRows rows_of(const PeerBeginReq& q) {
 void PeerHost::serve(Link& link, uint64_t attach_id) {
   transport::Connection& conn = *link.conn;
   channel::Channel ch(conn);
-  std::map<int, uint64_t> streams;  // a private stream per GPU the link has copied on
-  auto stream_for = [&](int dev, uint64_t& stream) {
-    auto it = streams.find(dev);
-    if (it != streams.end()) {
-      stream = it->second;
-      return Status::success();
-    }
-    Status s = exec_.stream_create(dev, 1 /* non-blocking */, 0, stream);
-    if (s.ok()) streams[dev] = stream;
-    return s;
-  };
+  PrivateStreams streams;  // per GPU the link has copied on
   auto reply = [&](uint16_t type, uint64_t id, const Status& r) {
     ch.send(type, kFlagReply, id,
             r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
@@ -225,7 +215,7 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
                     ? Status::fail(err::InvalidValue, "an empty peer copy")
                     : hooks_.check(q);
         rows = rows_of(q);
-        if (begun.ok()) begun = stream_for(rows.dev, stream);
+        if (begun.ok()) begun = streams.get(exec_, rows.dev, stream);
         // The client's earlier work on this server first (its PeerFence).
         if (q.fence) {
           Status f = await_fence(q.fence);
@@ -295,7 +285,7 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
     LOG_WARN("peer link from %s ended: %s", conn.peer().c_str(), e.what());
   }
   conn.shutdown();
-  for (auto& [dev, stream] : streams) exec_.stream_destroy(dev, stream);
+  streams.destroy(exec_);
 }
 
 void PeerHost::stop() {

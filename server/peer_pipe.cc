@@ -76,6 +76,22 @@ Status no_staging(uint64_t bytes) {
 
 }  // namespace
 
+Status PrivateStreams::get(backend::Executor& exec, int dev, uint64_t& stream) {
+  auto it = by_gpu.find(dev);
+  if (it != by_gpu.end()) {
+    stream = it->second;
+    return Status::success();
+  }
+  Status s = exec.stream_create(dev, 1 /* non-blocking */, 0, stream);
+  if (s.ok()) by_gpu[dev] = stream;
+  return s;
+}
+
+void PrivateStreams::destroy(backend::Executor& exec) {
+  for (auto& [dev, stream] : by_gpu) exec.stream_destroy(dev, stream);
+  by_gpu.clear();
+}
+
 uint64_t peer_chunk_bytes(uint64_t total) {
   if (total <= kOneShot) return std::max<uint64_t>(total, 1);
   if (total <= (16u << 20)) return 1u << 20;

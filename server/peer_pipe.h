@@ -53,6 +53,14 @@ class StagingPool {
   std::map<uint64_t, std::vector<char*>> free_;
 };
 
+// A private non-blocking stream per GPU for one peer link's copies, made at its first use there;
+// the link's thread owns it and destroys the streams when the link ends.
+struct PrivateStreams {
+  std::map<int, uint64_t> by_gpu;
+  backend::Status get(backend::Executor& exec, int dev, uint64_t& stream);
+  void destroy(backend::Executor& exec);
+};
+
 // Sends the rows' bytes [0, rows.bytes()) chunk by chunk: each chunk is copied to a staging
 // buffer on `stream` (a private one), then handed to `send(offset, data, size)` while the next
 // chunk is being copied.  Returns the first device error; exceptions of `send` pass through

@@ -411,6 +411,9 @@ class Session {
   StagingPool& peer_pool();
   PeerHost& peer_host();
   void stop_peers();
+  // Before loading or unloading code on the GPU (module loads, functions, globals): waits for
+  // this session's copies to other servers to end (PeerCopier::wait_idle says why).
+  void settle_peer_copies(const char* why);
   std::unique_ptr<StagingPool> peer_pool_;
   std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
   std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end

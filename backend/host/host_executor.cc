@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "backend/gate.h"
 #include "backend/host/host_arrays.h"
@@ -27,8 +28,8 @@
 #include "backend/host/host_misc.h"
 #include "backend/host/host_nvml.h"
 #include "backend/host/host_streams.h"
-#include "backend/notify_slot.h"
 #include "backend/host/host_vmm.h"
+#include "backend/notify_slot.h"
 
 namespace rgpu::backend {
 namespace {
@@ -477,11 +478,12 @@ class HostExecutor final : public Executor {
     modules_[module - 1].reset();  // kernels queued on streams keep their module alive
     return Status::success();
   }
-  Status kernel_get(int, uint64_t module, const std::string& name, uint64_t& kernel,
+  Status kernel_get(int dev, uint64_t module, const std::string& name, uint64_t& kernel,
                     std::optional<fatbin::KernelLayout>& driver_layout) override {
     driver_layout.reset();  // the host double has no driver to ask
     if (module == 0 || module > modules_.size() || !modules_[module - 1])
       return Status::fail(err::InvalidValue, "no such module");
+    load_code(dev);
     rgpu_host_kernel_fn fn = nullptr;
     if (plugin_) {
       auto it = plugin_->find(name);
@@ -675,7 +677,18 @@ class HostExecutor final : public Executor {
   static Status no_stream() { return Status::fail(400, "no such stream"); }
   static Status no_event() { return Status::fail(400, "no such event"); }
   Status submit(int dev, uint64_t stream, std::function<void()> fn) {
+    std::shared_lock<std::shared_mutex> loading(load_mu_, std::defer_lock);
+    if (lazy_loading_) loading.lock();  // waits while code is being loaded (load_code)
     return streams_[dev]->submit(stream, std::move(fn)) ? Status::success() : no_stream();
+  }
+  // CUDA's lazy loading, emulated when RGPU_HOST_LAZY_LOADING=1 (tests that need it): loading a
+  // function or global into a context may synchronize the context, and the driver holds a lock
+  // meanwhile that every other thread's submissions wait for.  Work that cannot finish until
+  // another thread submits then deadlocks here as on a GPU.
+  void load_code(int dev) {
+    if (!lazy_loading_) return;
+    std::unique_lock<std::shared_mutex> loading(load_mu_);
+    streams_[dev]->synchronize();
   }
   // The event's latest fence (null: never recorded); false if there is no such event.
   bool event_fence(uint64_t event, FencePtr& fence) {
@@ -739,6 +752,11 @@ class HostExecutor final : public Executor {
   std::map<uint64_t, std::shared_ptr<Event>> events_;
   uint64_t next_event_ = 1;
   std::mutex driver_mu_;
+  const bool lazy_loading_ = [] {
+    const char* v = getenv("RGPU_HOST_LAZY_LOADING");
+    return v && strcmp(v, "1") == 0;
+  }();
+  std::shared_mutex load_mu_;  // load_code() holds it alone; submit() shares it
   static constexpr uint64_t kStagedCap = 64u << 20;  // bytes of staged copies not yet done
   std::mutex staged_mu_;
   std::condition_variable staged_cv_;

@@ -27,7 +27,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 TEST(PeerCopies, EveryPairFormAndSizeBetweenThreeServers) {
+  // The host backend loads code as CUDA's lazy loading does (synchronizing the context under a
+  // driver lock): a kernel first launched on a server while a copy holds its stream must not
+  // deadlock the copy (seen on two H200s; Session::settle_peer_copies).
+  setenv("RGPU_HOST_LAZY_LOADING", "1", 1);
   Daemon a, b, c;
+  unsetenv("RGPU_HOST_LAZY_LOADING");
   Env env = a.client_env();
   env["RGPU_SERVERS"] = a.servers() + "," + b.servers() + "," + c.servers();
   Result r = run({cuda_program("peer_copies")}, env, 280);
