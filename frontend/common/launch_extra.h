@@ -7,6 +7,8 @@
 
 #include <cuda.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "client/client.h"
@@ -16,9 +18,11 @@ namespace rgpu::frontend {
 
 // `params` when `extra` is null; otherwise pointers into the buffer, kept in `out`. False (the
 // call answers invalid value) for both given, a malformed array, or a buffer too small for the
-// function's parameters.
+// function's parameters -- unless `padded` is given: then a short buffer is copied into it,
+// zero-filled to the parameters' size (CUDA's cuGraphAddKernelNode takes a short buffer).
 inline bool launch_arguments(client::Function* f, void** params, void** extra,
-                             std::vector<void*>& out, void*** args, const char* call) {
+                             std::vector<void*>& out, void*** args, const char* call,
+                             std::vector<char>* padded = nullptr) {
   if (params && extra) return false;
   if (!extra) {
     *args = params;
@@ -39,17 +43,26 @@ inline bool launch_arguments(client::Function* f, void** params, void** extra,
     }
   }
   if (!buffer || !have_size) return false;
-  out.clear();
+  std::vector<size_t> offsets;
+  size_t needed = 0;
   for (size_t i = 0;; ++i) {
     size_t offset = 0, psize = 0;
     if (client::Client::get().param_info(f, i, &offset, &psize) != err::Success) break;
-    if (offset + psize > size) {
-      LOG_ERROR("%s: the `extra` buffer holds %zu bytes; parameter %zu of %s needs %zu", call, size,
-                i, f->name.c_str(), offset + psize);
+    offsets.push_back(offset);
+    needed = std::max(needed, offset + psize);
+  }
+  if (needed > size) {
+    if (!padded) {
+      LOG_ERROR("%s: the `extra` buffer holds %zu bytes; the parameters of %s need %zu", call, size,
+                f->name.c_str(), needed);
       return false;
     }
-    out.push_back(buffer + offset);
+    padded->assign(needed, 0);
+    memcpy(padded->data(), buffer, size);
+    buffer = padded->data();
   }
+  out.clear();
+  for (size_t offset : offsets) out.push_back(buffer + offset);
   *args = out.data();
   return true;
 }

@@ -72,5 +72,8 @@ CUresult mem_alloc_node(const client::NodeTarget& t, const CUmemPoolProps& props
                         const CUmemAccessDesc* access, size_t access_count, size_t bytesize,
                         CUdeviceptr* dptr, client::GraphNode** out);
 CUresult mem_free_node(const client::NodeTarget& t, CUdeviceptr dptr, client::GraphNode** out);
+// A call that may synchronize (cuMemAlloc): refused, and the offending captures invalidated, when
+// a stream capture's mode prohibits it on this thread (cuThreadExchangeStreamCaptureMode).
+CUresult unsafe_call();
 
 }  // namespace rgpu::cuda_fe

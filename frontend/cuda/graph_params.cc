@@ -37,15 +37,19 @@ bool node_target(CUgraphNode node, CUgraphExec exec, CUgraphNodeType kind, clien
 CUresult kernel_node(const client::NodeTarget& t, const CUDA_KERNEL_NODE_PARAMS* p,
                      client::GraphNode** out, const std::vector<CUlaunchAttribute>* attrs) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  // A node naming its CUkernel (`kern`, as NVIDIA's runtime fills it in, with func) takes no
+  // `extra` buffer: CUDA answers invalid value (cudaGraphAddKernelNode on an H200, driver 580).
+  if (p->extra && p->kern) return CUDA_ERROR_INVALID_VALUE;
   // func, or the CUkernel when func is NULL (both are client::Function*).
   client::Function* f =
       function_of(p->func ? static_cast<const void*>(p->func) : static_cast<const void*>(p->kern));
   if (!f) return CUDA_ERROR_INVALID_VALUE;
   // Arguments in an `extra` buffer: pointers into it, one per parameter (copied below).
   std::vector<void*> holder;
+  std::vector<char> padded;
   void** args = nullptr;
   if (!frontend::launch_arguments(f, p->kernelParams, p->extra, holder, &args,
-                                  "cuGraphAddKernelNode"))
+                                  "cuGraphAddKernelNode", &padded))
     return CUDA_ERROR_INVALID_VALUE;
   std::vector<CUlaunchAttribute> kept;
   if (attrs)
@@ -154,29 +158,10 @@ CUresult memcpy_node(const client::NodeTarget& t, const CUDA_MEMCPY3D* p, client
 CUresult memset_node(const client::NodeTarget& t, const CUDA_MEMSET_NODE_PARAMS* p,
                      client::GraphNode** out) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
-  const unsigned es = p->elementSize;
-  if (es != 1 && es != 2 && es != 4) return CUDA_ERROR_INVALID_VALUE;
-  // The wire's memset carries one byte: a 2- or 4-byte pattern must repeat one byte.
-  const unsigned byte = p->value & 0xff;
-  const unsigned mask = es == 4 ? 0xffffffffu : (1u << (8 * es)) - 1;
-  if ((p->value & mask) != (byte * 0x01010101u & mask)) {
-    LOG_WARN(
-        "rgpu: memset graph nodes of %u-byte values that are not one repeated byte "
-        "(0x%x) are not supported",
-        es, p->value);
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  const size_t row = p->width * es, rows = p->height ? p->height : 1;
-  if (rows > 1 && p->pitch != row) {
-    LOG_WARN(
-        "rgpu: 2-D memset graph nodes with a pitch (%zu) other than the row (%zu bytes) are "
-        "not supported",
-        p->pitch, row);
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
+  // The client core's memset node serves both front-ends: 1-, 2- and 4-byte values, 2-D rows.
   client::GraphNode* n = nullptr;
-  CUresult r =
-      to_driver(core().graph_add_memset(t, ptr(p->dst), static_cast<int>(byte), row * rows, &n));
+  CUresult r = to_driver(core().graph_add_memset2d(
+      t, ptr(p->dst), p->pitch, p->value, p->elementSize, p->width, p->height ? p->height : 1, &n));
   if (r != CUDA_SUCCESS) return r;
   if (!t.exec) n->params = std::make_shared<MemsetNodeCopy>(MemsetNodeCopy{*p});
   if (out) *out = n;

@@ -95,6 +95,10 @@ CUresult finish(CUresult r, client::GraphNode* const* n, CUgraphNode* out) {
 
 }  // namespace
 
+CUresult rgpu::cuda_fe::unsafe_call() {
+  return to_driver(core().unsafe_call(static_cast<unsigned>(thread_mode())));
+}
+
 // ---- stream capture -----------------------------------------------------------------------------
 
 #undef cuStreamBeginCapture

@@ -1,6 +1,7 @@
 // Device and page-locked host memory: allocation, freeing, registration, queries, and the
 // stream-ordered allocator (the client core's pools).
 #include "frontend/cuda/api.h"
+#include "frontend/cuda/graph_nodes.h"
 
 using namespace rgpu;
 using rgpu::cuda_fe::core;
@@ -21,6 +22,8 @@ RGPU_CU CUresult cuMemAlloc_v2(CUdeviceptr* dp, size_t bytesize) {
   int dev = 0;
   if (CUresult r = current(&dev); r != CUDA_SUCCESS) return r;
   if (!dp || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  // Prohibited by a stream capture's mode (as cudaMalloc; NVIDIA's runtime relies on it)?
+  if (CUresult r = cuda_fe::unsafe_call(); r != CUDA_SUCCESS) return r;
   void* p = nullptr;
   CUresult r = to_driver(core().malloc(dev, bytesize, &p));
   if (r == CUDA_SUCCESS) *dp = dptr(p);

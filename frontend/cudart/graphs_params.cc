@@ -2,7 +2,6 @@
 // cudaGraph*NodeSetParams / cudaGraphEvent*NodeSetEvent and their cudaGraphExec* forms, which
 // send the node's new request to the server (GraphSetNode) in place of the recorded one.
 #include "common/log.h"
-#include "frontend/common/launch_extra.h"
 #include "frontend/cudart/graph_nodes.h"
 #include "frontend/cudart/registration.h"
 
@@ -15,14 +14,15 @@ namespace rgpu::cudart {
 CudaError kernel_node(const client::NodeTarget& t, const cudaKernelNodeParams* p,
                       client::GraphNode** out, const std::vector<cudaLaunchAttribute>* attrs) {
   if (!p) return err::InvalidValue;
+  // CUDA's runtime takes no `extra` buffer in kernel nodes (invalid value, seen on an H200 with
+  // driver 580); the driver API's nodes do (frontend/cuda).
+  if (p->extra) {
+    LOG_ERROR("a runtime kernel node's arguments must be kernelParams, not `extra`");
+    return err::InvalidValue;
+  }
   client::Function* f = Registration::get().function(p->func);
   if (!f) return client::errc::InvalidDeviceFunction;
-  // Arguments in an `extra` buffer: pointers into it, one per parameter (copied below).
-  std::vector<void*> holder;
-  void** args = nullptr;
-  if (!frontend::launch_arguments(f, p->kernelParams, p->extra, holder, &args,
-                                  "cudaGraphAddKernelNode"))
-    return err::InvalidValue;
+  void** args = p->kernelParams;
   std::vector<cudaLaunchAttribute> kept;
   if (attrs)
     kept = *attrs;

@@ -381,9 +381,11 @@ int main() {
     EXPECT_TRUE(all_equal(h, 14), "allocated, zeroed, +7 twice, copied out, freed (twice)");
     cuuint64_t used = 1, high = 0, zero = 0;
     EXPECT_OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used));
-    EXPECT_TRUE(used == 0, "no graph memory outstanding after the free node");
+    // CUDA may keep memory freed by the graph's free node counted as used while the executable
+    // graph lives (nonzero on an H200, driver 580; rgpu answers 0): only the bound is checked.
     EXPECT_OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &high));
     EXPECT_TRUE(high >= kN * sizeof(int), "the high mark saw the allocation");
+    EXPECT_TRUE(used <= high, "graph memory in use is within the high mark");
     EXPECT_OK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
     EXPECT_ERR(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero),
                CUDA_ERROR_INVALID_VALUE);
@@ -441,8 +443,9 @@ int main() {
     void* short_extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
                            &small, CU_LAUNCH_PARAM_END};
     ke.extra = short_extra;
-    CUgraphNode bad_node = nullptr;
-    EXPECT_ERR(cuGraphAddKernelNode(&bad_node, ge, nullptr, 0, &ke), CUDA_ERROR_INVALID_VALUE);
+    // CUDA takes a buffer shorter than the parameters here (seen on an H200, driver 580).
+    CUgraphNode short_node = nullptr;
+    EXPECT_OK(cuGraphAddKernelNode(&short_node, ge, nullptr, 0, &ke));
     EXPECT_OK(cuGraphExecDestroy(xe));
     EXPECT_OK(cuGraphExecDestroy(xe2));
     EXPECT_OK(cuGraphDestroy(ge));
