@@ -11,11 +11,10 @@
 #include <cstring>
 #include <vector>
 
+#include "driver_check.h"
 #include "launch_lib_cubin.h"
 #include "launch_lib_fatbin.h"
 #include "launch_lib_ptx.h"
-
-#include "driver_check.h"
 
 static void host_fn(void* p) { *static_cast<int*>(p) += 1; }
 static void CUDA_CB stream_cb(CUstream, CUresult status, void* p) {
@@ -57,11 +56,35 @@ static void check_module(const char* what, CUmodule m, bool globals) {
   EXPECT_OK(cuLaunchKernel(f, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, nullptr, extra));
   EXPECT_ERR(cuLaunchKernel(f, 1, 1, 1, 4096, 1, 1, 0, nullptr, args, nullptr),
              CUDA_ERROR_INVALID_VALUE);
+  // The launch API from before CUDA 4.0: shape and argument bytes set on the function.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_ERR(cuLaunchGrid(f, 1, 1), CUDA_ERROR_INVALID_VALUE);  // no block shape yet
+  EXPECT_OK(cuFuncSetBlockShape(f, 256, 1, 1));
+  EXPECT_OK(cuFuncSetSharedSize(f, 0));
+  EXPECT_OK(cuParamSetSize(f, sizeof packed));
+  EXPECT_OK(cuParamSetv(f, 0, &d, sizeof d));
+  EXPECT_OK(cuParamSeti(f, 8, 1000));
+  EXPECT_OK(cuParamSeti(f, 12, n));
+  EXPECT_OK(cuLaunchGrid(f, (n + 255) / 256, 1));
+  EXPECT_OK(cuParamSeti(f, 8, 2000));
+  CUstream ls = nullptr;
+  EXPECT_OK(cuStreamCreate(&ls, CU_STREAM_NON_BLOCKING));
+  EXPECT_OK(cuCtxSynchronize());
+  EXPECT_OK(cuLaunchGridAsync(f, (n + 255) / 256, 1, ls));
+  EXPECT_OK(cuStreamSynchronize(ls));
+  EXPECT_OK(cuStreamDestroy(ls));
+  EXPECT_OK(cuParamSeti(f, 8, 10000));
+  EXPECT_OK(cuLaunch(f));  // one block of 256: the first 256 ints only
+  EXPECT_ERR(cuParamSetv(f, 4090, &d, sizeof d), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_ERR(cuFuncSetBlockShape(nullptr, 1, 1, 1), CUDA_ERROR_INVALID_HANDLE);
+#pragma GCC diagnostic pop
   EXPECT_OK(cuCtxSynchronize());
   cuMemcpyDtoH(h.data(), d, n * sizeof(int));
   bool good = true;
-  for (int i = 0; i < n; ++i) good = good && h[i] == i + 105;
-  snprintf(line, sizeof line, "%s: lib_add by argument pointers and by the extra buffer", what);
+  for (int i = 0; i < n; ++i) good = good && h[i] == i + 3105 + (i < 256 ? 10000 : 0);
+  snprintf(line, sizeof line,
+           "%s: lib_add by argument pointers, the extra buffer and the pre-4.0 launch API", what);
   EXPECT_TRUE(good, line);
 
   cuMemFree(d);
@@ -350,8 +373,8 @@ int main() {
   // NVIDIA's runtime passes the CUkernel itself as the CUfunction.  Both launches on `s`: it is
   // non-blocking, so a launch on the legacy stream could overlap the next one (a race CI's
   // sanitizer run caught).
-  EXPECT_OK(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 256, 1, 1, 0, s, kargs,
-                           nullptr));
+  EXPECT_OK(
+      cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 256, 1, 1, 0, s, kargs, nullptr));
   EXPECT_OK(cuLaunchKernel(kf, 1, 1, 1, 256, 1, 1, 0, s, kargs, nullptr));
   EXPECT_OK(cuStreamSynchronize(s));
   std::vector<float> fr(256);
