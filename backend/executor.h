@@ -207,6 +207,22 @@ class Executor {
   virtual Status stream_set_attribute(int dev, uint64_t stream, const LaunchAttribute& a) = 0;
   virtual Status stream_get_attribute(int dev, uint64_t stream, LaunchAttribute& a) = 0;
 
+  // ---- native graphs (server/graphs_native.cc): a stream's work captured once and run again by
+  // one launch.  capture_begin starts capturing `stream` (relaxed mode); capture_end stops it and
+  // instantiates what was captured as `exec` (0 and the error when it could not be); a native
+  // launch runs `exec` on `stream`; native_destroy lets it go.
+  virtual Status capture_begin(int, uint64_t /*stream*/) {
+    return Status::fail(err::NotSupported, "this backend cannot capture a stream");
+  }
+  virtual Status capture_end(int, uint64_t /*stream*/, uint64_t& exec) {
+    exec = 0;
+    return Status::fail(err::NotSupported, "this backend cannot capture a stream");
+  }
+  virtual Status native_launch(int, uint64_t /*exec*/, uint64_t /*stream*/) {
+    return Status::fail(err::NotSupported, "this backend has no native graphs");
+  }
+  virtual void native_destroy(int, uint64_t /*exec*/) {}
+
   // ---- ipc
   // CUDA IPC (server/ipc.cc): the mapping that holds `ptr` on `dev` as a shareable descriptor (a
   // new one, the caller's to close), with the mapping's base and size and what kind of descriptor

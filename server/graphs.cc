@@ -463,6 +463,7 @@ Status Session::on(GraphExecUpdateMsg, const GraphExecUpdateReq& q, Empty&) {
     return Status::fail(kGraphExecUpdateFailure,
                         "the graph's nodes or edges differ from the executable graph's");
   for (size_t i = 0; i < order.size(); ++i) order[i].disabled = it->second.order[i].disabled;
+  drop_native(it->second);
   it->second.order = std::move(order);
   it->second.holds_payload = false;
   for (const GraphNode& n : it->second.order) it->second.holds_payload |= n.payload != nullptr;
@@ -470,8 +471,10 @@ Status Session::on(GraphExecUpdateMsg, const GraphExecUpdateReq& q, Empty&) {
 }
 
 Status Session::on(GraphExecDestroyMsg, const GraphObjectReq& q, Empty&) {
-  if (!graphs_.execs.erase(q.id))
-    return Status::fail(err::InvalidValue, "no such executable graph");
+  auto it = graphs_.execs.find(q.id);
+  if (it == graphs_.execs.end()) return Status::fail(err::InvalidValue, "no such executable graph");
+  drop_native(it->second);
+  graphs_.execs.erase(it);
   return Status::success();
 }
 
@@ -485,6 +488,7 @@ Status Session::on(GraphLaunchMsg, const GraphLaunchReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   ++graphs_.replays;
+  if (launch_native(it->second, q.device, h)) return Status::success();
   for (const GraphNode& n : it->second.order)
     if (!n.disabled)
       if (Status s = replay_node(n, q.device, q.stream); !s.ok()) return s;

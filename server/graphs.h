@@ -33,6 +33,10 @@ struct GraphExec {
   uint32_t device = 0;
   std::vector<GraphNode> order;  // topologically sorted
   bool holds_payload = false;
+  // The backend's native graph of it (server/graphs_native.cc): made at the second launch.
+  uint64_t native = 0;
+  bool native_refused = false;  // replayed node by node
+  uint32_t launches = 0;
 };
 
 // One capture sequence: the streams taking part and, per stream, the nodes the next one

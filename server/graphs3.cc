@@ -92,6 +92,7 @@ Status Session::on(GraphNodeOpMsg, const GraphNodeOpReq& q, Empty&) {
         if (m.kind != kNodeKernel && m.kind != kNodeMemcpy && m.kind != kNodeMemset)
           return Status::fail(err::InvalidValue,
                               "only kernel, memcpy and memset nodes can be disabled");
+        if (m.disabled != (q.value == 0)) drop_native(it->second);
         m.disabled = q.value == 0;
         return Status::success();
       }
@@ -103,6 +104,7 @@ Status Session::on(GraphNodeOpMsg, const GraphNodeOpReq& q, Empty&) {
 Status Session::on(GraphExecChildMsg, const GraphExecChildReq& q, Empty&) {
   auto it = graphs_.execs.find(q.exec);
   if (it == graphs_.execs.end()) return Status::fail(err::InvalidValue, "no such executable graph");
+  drop_native(it->second);
   Graph* c = nullptr;
   if (Status s = graph_of(q.child, c); !s.ok()) return s;
   if (c->capturing) return Status::fail(kIllegalState, "the graph is still being captured");

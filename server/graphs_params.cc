@@ -37,6 +37,7 @@ Status Session::on(GraphSetNodeMsg, const GraphSetNodeReq& q, Empty&) {
     for (GraphNode& m : it->second.order)
       if (m.id == q.node) n = &m;
     holds_payload = &it->second.holds_payload;
+    drop_native(it->second);
   } else {
     Graph* g = nullptr;
     if (Status s = graph_of(q.owner, g); !s.ok()) return s;

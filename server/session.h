@@ -343,6 +343,11 @@ class Session {
   Status record_node(Graph& g, std::vector<uint64_t> deps, uint16_t type, std::vector<uint8_t> body,
                      std::shared_ptr<const std::vector<char>> payload, uint64_t& id);
   Status replay_node(const GraphNode& n, uint32_t dev, uint64_t stream);
+  // Native graphs (server/graphs_native.cc): true when `x` ran as one backend launch on the
+  // stream handle; false: replay it node by node.  drop_native after any change to `x`.
+  bool launch_native(GraphExec& x, uint32_t dev, uint64_t stream);
+  bool capture_native(GraphExec& x, uint32_t dev);
+  void drop_native(GraphExec& x);
   Status graph_of(uint64_t id, Graph*& g);
   void invalidate_capture(uint64_t graph);
   GraphState graphs_;

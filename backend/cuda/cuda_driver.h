@@ -72,6 +72,12 @@ struct CudaDriver {
   X(cuEventSynchronize, CUresult (*)(CUevent))                                                 \
   X(cuEventElapsedTime_v2, CUresult (*)(float*, CUevent, CUevent))                             \
   X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                                 \
+  X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, CUstreamCaptureMode))                      \
+  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph*))                                      \
+  X(cuGraphInstantiateWithFlags, CUresult (*)(CUgraphExec*, CUgraph, unsigned long long))      \
+  X(cuGraphLaunch, CUresult (*)(CUgraphExec, CUstream))                                        \
+  X(cuGraphExecDestroy, CUresult (*)(CUgraphExec))                                             \
+  X(cuGraphDestroy, CUresult (*)(CUgraph))                                                     \
   X(cuStreamWaitValue32_v2, CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))         \
   X(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr*, void*, unsigned))                 \
   X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))            \

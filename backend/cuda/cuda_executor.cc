@@ -426,6 +426,30 @@ class CudaExecutor final : public Executor {
         g));
   }
 
+  // ---- native graphs: capture, instantiate, launch (server/graphs_native.cc)
+  Status capture_begin(int dev, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuStreamBeginCapture_v2(cu(stream), CU_STREAM_CAPTURE_MODE_RELAXED));
+  }
+  Status capture_end(int dev, uint64_t stream, uint64_t& exec) override {
+    exec = 0;
+    if (Status s = use(dev); !s.ok()) return s;
+    CUgraph g = nullptr;
+    if (Status s = check(drv_.cuStreamEndCapture(cu(stream), &g)); !s.ok()) return s;
+    CUgraphExec x = nullptr;
+    Status s = check(drv_.cuGraphInstantiateWithFlags(&x, g, 0));
+    drv_.cuGraphDestroy(g);  // the executable graph keeps what it needs
+    if (s.ok()) exec = reinterpret_cast<uint64_t>(x);
+    return s;
+  }
+  Status native_launch(int dev, uint64_t exec, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return check(drv_.cuGraphLaunch(reinterpret_cast<CUgraphExec>(exec), cu(stream)));
+  }
+  void native_destroy(int dev, uint64_t exec) override {
+    if (use(dev).ok()) drv_.cuGraphExecDestroy(reinterpret_cast<CUgraphExec>(exec));
+  }
+
   Status synchronize(int dev) override {
     if (Status s = use(dev); !s.ok()) return s;
     return check(drv_.cuCtxSynchronize());

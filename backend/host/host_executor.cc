@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -432,6 +433,46 @@ class HostExecutor final : public Executor {
     return submit(dev, stream, [=] { wait_gate(word, value); });
   }
 
+  // ---- native graphs: the test double records a captured stream's work (submit) and runs it
+  // again, in order, as one piece of work on the launch's stream.
+  Status capture_begin(int dev, uint64_t stream) override {
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    if (!capturing_.emplace(std::make_pair(dev, stream), std::make_shared<Work>()).second)
+      return Status::fail(err::InvalidValue, "the stream is being captured already");
+    any_capture_.store(true, std::memory_order_release);
+    return Status::success();
+  }
+  Status capture_end(int dev, uint64_t stream, uint64_t& exec) override {
+    exec = 0;
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    auto it = capturing_.find({dev, stream});
+    if (it == capturing_.end())
+      return Status::fail(err::InvalidValue, "the stream is not captured");
+    exec = next_native_++;
+    natives_[exec] = {dev, std::move(it->second)};
+    capturing_.erase(it);
+    any_capture_.store(!capturing_.empty(), std::memory_order_release);
+    return Status::success();
+  }
+  Status native_launch(int dev, uint64_t exec, uint64_t stream) override {
+    std::shared_ptr<const Work> work;
+    {
+      std::lock_guard<std::mutex> lock(capture_mu_);
+      auto it = natives_.find(exec);
+      if (it == natives_.end() || it->second.first != dev)
+        return Status::fail(err::InvalidValue, "no such native graph");
+      work = it->second.second;
+    }
+    return submit(dev, stream, [work] {
+      for (const auto& fn : *work) fn();
+    });
+  }
+  void native_destroy(int, uint64_t exec) override {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    natives_.erase(exec);
+  }
+
   // ---- modules and kernels ----
   Status module_load(int dev, const uint8_t*, size_t, const fatbin::ModuleInfo& info,
                      uint64_t& module) override {
@@ -679,6 +720,15 @@ class HostExecutor final : public Executor {
   Status submit(int dev, uint64_t stream, std::function<void()> fn) {
     std::shared_lock<std::shared_mutex> loading(load_mu_, std::defer_lock);
     if (lazy_loading_) loading.lock();  // waits while code is being loaded (load_code)
+    if (any_capture_.load(std::memory_order_acquire)) {  // recorded, not run (capture_begin)
+      std::lock_guard<std::mutex> lock(capture_mu_);
+      auto it = capturing_.find({dev, stream});
+      if (it != capturing_.end()) {
+        if (!streams_[dev]->exists(stream)) return no_stream();
+        it->second->push_back(std::move(fn));
+        return Status::success();
+      }
+    }
     return streams_[dev]->submit(stream, std::move(fn)) ? Status::success() : no_stream();
   }
   // CUDA's lazy loading, emulated when RGPU_HOST_LAZY_LOADING=1 (tests that need it): loading a
@@ -757,6 +807,13 @@ class HostExecutor final : public Executor {
     return v && strcmp(v, "1") == 0;
   }();
   std::shared_mutex load_mu_;  // load_code() holds it alone; submit() shares it
+  // Native graphs (capture_begin ...): capture_mu_ guards the maps, never held across a wait.
+  using Work = std::vector<std::function<void()>>;
+  std::mutex capture_mu_;
+  std::atomic<bool> any_capture_{false};
+  std::map<std::pair<int, uint64_t>, std::shared_ptr<Work>> capturing_;
+  std::map<uint64_t, std::pair<int, std::shared_ptr<const Work>>> natives_;
+  uint64_t next_native_ = 1;
   static constexpr uint64_t kStagedCap = 64u << 20;  // bytes of staged copies not yet done
   std::mutex staged_mu_;
   std::condition_variable staged_cv_;
