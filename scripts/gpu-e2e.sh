@@ -84,7 +84,7 @@ programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kerne
   kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
   async_stress_ptds multi_gpu overlap stress_mix va_windows
   launch devmem graphs graphs_query graphs_more graphs_mem pools managed managed_vars arrays driver_api
-  driver_graphs misc mixed_apis driver_vmm vmm_runtime"
+  driver_graphs misc mixed_apis driver_vmm vmm_runtime nvrtc_jit"
 for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
   LD_LIBRARY_PATH="$native_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" limited "$p-native" 60 \

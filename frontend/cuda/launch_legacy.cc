@@ -20,8 +20,8 @@ using rgpu::cuda_fe::to_driver;
 
 namespace {
 
-// CUDA's limit on a kernel's parameters before CUDA 12.1 (the old API predates larger ones).
-constexpr size_t kMaxParamBytes = 4096;
+// CUDA's limit on a kernel's parameters (since CUDA 12.1; CUDA takes cuParamSetv up to it).
+constexpr size_t kMaxParamBytes = 32764;
 
 struct Setup {
   unsigned block[3] = {0, 0, 0};  // unset: the launch fails

@@ -22,7 +22,14 @@ cudaError_t& last_error();
 // For API functions rgpu does not implement: logs the name once, returns cudaErrorNotSupported.
 int unsupported(const char* name);
 
-inline client::Client& core() { return client::Client::get(); }
+// The client core, with the calling thread bound to a context as NVIDIA's runtime binds it: a
+// thread without a current context gets its runtime device's (device 0's) primary context, so
+// that driver-API calls after runtime calls find it (cuCtxGetCurrent, cuModuleLoad, ...).
+inline client::Client& core() {
+  client::Client& c = client::Client::get();
+  if (!c.contexts().current()) c.set_current_device(0);  // one TLS load when bound
+  return c;
+}
 
 // Resolves a cudaStream_t; `per_thread` for the _ptsz/_ptds entry points (0 means the calling
 // thread's default stream there).

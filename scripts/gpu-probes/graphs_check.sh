@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Graph test programs natively, through rgpu's runtime (TCP) and through NVIDIA's runtime on
+# Test programs (graphs by default) natively, through rgpu's runtime (TCP) and through NVIDIA's runtime on
 # rgpu's driver, outputs compared with native's (the CUDA behaviour the tests assert).
 #   scripts/gpu-probes/graphs_check.sh [BUILD_DIR] [PROGRAM...]
 cd "$(dirname "$0")/../.."
@@ -26,3 +26,10 @@ for p in ${progs[*]}; do
   grep '^FAIL' $o/$p.native | head -5
   [ $same = identical ] || head -20 $o/$p.diff
 done
+# One synchronous call by the runtime and by the driver API (issue 12's target), three ways.
+if [ -x $b/cuda/sync_call ]; then
+  echo "sync_call native: $(LD_LIBRARY_PATH=/usr/local/cuda/lib64 timeout 60 $b/cuda/sync_call | tr '\n' ' ')"
+  echo "sync_call rgpu tcp: $(CUDA_VISIBLE_DEVICES=-1 RGPU_TRANSPORT=tcp LD_LIBRARY_PATH=$PWD/$b/lib timeout 60 $b/cuda/sync_call | tr '\n' ' ')"
+  echo "sync_call rgpu shm: $(CUDA_VISIBLE_DEVICES=-1 RGPU_TRANSPORT=shm LD_LIBRARY_PATH=$PWD/$b/lib timeout 60 $b/cuda/sync_call | tr '\n' ' ')"
+  echo "sync_call nvrt shm: $(CUDA_VISIBLE_DEVICES=-1 RGPU_TRANSPORT=shm LD_LIBRARY_PATH=$o/nvrt timeout 60 $b/cuda/sync_call | tr '\n' ' ')"
+fi

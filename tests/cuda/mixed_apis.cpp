@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // cudaGetDriverEntryPoint is tested
@@ -178,6 +179,19 @@ int main() {
   DRV(cuDevicePrimaryCtxRelease(last));
   DRV(cuDevicePrimaryCtxRelease(0));
   RT(cudaDeviceSynchronize());
+
+  // A thread that only used the runtime (no cudaSetDevice) has device 0's primary context
+  // current for the driver API, as NVIDIA's runtime binds it.
+  std::thread([&] {
+    RT(cudaFree(nullptr));
+    CUcontext mine = nullptr, p0 = nullptr;
+    DRV(cuCtxGetCurrent(&mine));
+    DRV(cuDevicePrimaryCtxRetain(&p0, 0));
+    CHECK(mine != nullptr && mine == p0, "a runtime call bound device 0's primary context");
+    size_t free_b = 0, total_b = 0;
+    DRV(cuMemGetInfo(&free_b, &total_b));
+    DRV(cuDevicePrimaryCtxRelease(0));
+  }).join();
   printf("%s\n", g_failures == 0 ? "mixed_apis: all passed" : "mixed_apis: FAILED");
   return g_failures == 0 ? 0 : 1;
 }

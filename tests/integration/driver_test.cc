@@ -27,6 +27,17 @@ TEST_P(Driver, DriverApiProgramPasses) {
   EXPECT_EQ(r.err.find("not supported by rgpu"), std::string::npos) << r.err;
 }
 
+// Run-time compilation (tests/cuda/nvrtc_jit.cpp): NVRTC's PTX and cubin, and nvJitLink's cubin
+// from that PTX, loaded and launched through rgpu's driver.
+TEST_P(Driver, NvrtcAndNvJitLinkModulesRun) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("nvrtc_jit")}, env, 120);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("nvrtc_jit: passed"), std::string::npos) << r.out << r.err;
+}
+
 // Virtual memory management (tests/cuda/driver_vmm.cpp): mappings back to back used as one range.
 TEST_P(Driver, VmmProgramPasses) {
   Daemon d;
