@@ -1,6 +1,7 @@
 // Executable graphs run as native graphs of the backend (issue 11: one cudaGraphLaunch is one
 // message, and on the server one launch).  An executable graph whose enabled nodes are all kernel
-// launches, memsets, copies on the device or empty nodes is, from its second launch on, captured
+// launches (with attributes too, except those recording events), memsets, copies on the device or
+// empty nodes is, from its second launch on, captured
 // once: its nodes replayed through their handlers (every check applies) onto a private stream the
 // backend captures, then instantiated.  Later launches run that in one backend call; a change to
 // the executable graph (parameters, enabling, update, child graphs) drops it.  Graphs with other
@@ -22,6 +23,12 @@ constexpr uint64_t kCaptureStream = ~0ull - 1;
 bool native_node(const GraphNode& n) {
   if (n.disabled) return true;  // not captured
   switch (static_cast<MsgId>(n.type)) {
+    case MsgId::LaunchEx: {  // unless an attribute records an event (a node of its own)
+      auto q = decode_message<LaunchExReq>(n.body.data(), n.body.size());
+      for (const LaunchAttr& a : q.attrs)
+        if (event_attribute(a.id)) return false;
+      return true;
+    }
     case MsgId::Launch:
     case MsgId::Memset:
     case MsgId::MemcpyDtoD:

@@ -17,9 +17,9 @@ namespace {
 constexpr uint32_t kLastAttribute = 16;  // CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING
 constexpr size_t kMaxAttributes = 32;
 
-bool event_attribute(uint32_t id) { return id == 7 || id == 12; }
-
 }  // namespace
+
+bool event_attribute(uint32_t id) { return id == 7 || id == 12; }
 
 Status Session::launch_attributes(uint32_t dev, const std::vector<LaunchAttr>& in,
                                   std::vector<backend::LaunchAttribute>& out) const {
@@ -55,8 +55,8 @@ Status Session::on(LaunchExMsg, const LaunchExReq& q, Empty&) {
   std::vector<backend::LaunchAttribute> attrs;
   if (Status s = launch_attributes(l.device, q.attrs, attrs); !s.ok()) return s;
   launched_ = true;
-  return exec_.launch_ex(static_cast<int>(l.device), t.kernel, t.dims, l.args.data(),
-                         l.args.size(), *t.layout, t.stream, attrs);
+  return exec_.launch_ex(static_cast<int>(l.device), t.kernel, t.dims, l.args.data(), l.args.size(),
+                         *t.layout, t.stream, attrs);
 }
 
 Status Session::on(OccupancyClusterMsg, const OccupancyClusterReq& q, OccupancyClusterRep& rep) {

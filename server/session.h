@@ -45,6 +45,9 @@
 
 namespace rgpu::server {
 
+// A launch attribute that records an event (programmatic and launch-completion events).
+bool event_attribute(uint32_t id);
+
 struct SessionConfig {
   std::optional<std::string> token;  // when set, clients must prove they hold it
   std::string server_info;           // "rgpud 0.1.0 on host"
