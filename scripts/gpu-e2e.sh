@@ -107,7 +107,7 @@ ln -sf "$native_lib/libcudart.so.13" "$nvrt/libcudart.so.13"
 ln -sf "$root/$build/lib/libcuda.so.1" "$nvrt/libcuda.so.1"
 nvrt() { CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$nvrt" limited "$(basename "$1")-nvrt" 60 "$@"; }
 nvrt_programs="memcpy_roundtrip errors pointer_attrs kernels_basic kernels_symbols kernels_api
-  async_streams async_stress kernels_launch_loop overlap"
+  async_streams async_stress kernels_launch_loop overlap graphs graphs_more graphs_mem mixed_apis"
 for p in ${RGPU_E2E_NVRT_PROGRAMS:-$nvrt_programs}; do
   nvrt "$build/cuda/$p" >"$out/$p.nvrt.out" 2>"$out/$p.nvrt.err"; vrc=$?
   same=identical
@@ -257,6 +257,12 @@ launch_native=$(rate "$out/kernels_launch_loop.native.err")
 launch_rgpu=$(rate "$out/kernels_launch_loop.rgpu.err")
 ping_us=$(RGPU_SERVERS="$servers" "$build/cli/rgpu" ping -n 5000 | grep -o 'median [0-9.]* us' | awk '{print $2}')
 
+echo "== one synchronous call: runtime vs driver API (tests/cuda/sync_call)"
+sync_native=$(native limited sync-native 60 "$build/cuda/sync_call" | tr '\n' ' ')
+sync_rgpu=$(remote_on shm "$build/cuda/sync_call" | tr '\n' ' ')
+sync_nvrt=$(RGPU_TRANSPORT=shm nvrt "$build/cuda/sync_call" | tr '\n' ' ')
+native_graphs=$(grep -c 'runs as a native graph' "$out/rgpud.log")
+
 echo "== rgpu bench"
 RGPU_SERVERS="$servers" timeout 300 "$build/cli/rgpu" bench --max-size "${RGPU_BENCH_MAX:-1GiB}" \
   --json "$results/bench.json" --plot "$results/bench.png" >"$out/bench.txt" 2>"$out/bench.err" ||
@@ -277,6 +283,10 @@ printf '%-20s %-16s %-16s %s\n' "256MiB GB/s nvrt" "$(bw "$out/hello.native")" "
 printf '%-20s %-16s %-16s %s\n' "kernel+copy overlap" "$(ovl "$out/overlap.native.err")" \
   "$(ovl "$out/overlap.rgpu.err")" "time of both at once / sum of each alone (lower: more overlap)"
 printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median of 5000 round trips"
+echo "sync_call native:    $sync_native"
+echo "sync_call rgpu shm:  $sync_rgpu"
+echo "sync_call nvrt shm:  $sync_nvrt"
+echo "native graphs captured by rgpud (graphs launched twice or more): $native_graphs"
 sed -n '/^targets/,$p' "$out/bench.txt"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
