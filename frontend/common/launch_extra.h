@@ -43,12 +43,13 @@ inline bool launch_arguments(client::Function* f, void** params, void** extra,
     }
   }
   if (!buffer || !have_size) return false;
-  std::vector<size_t> offsets;
+  // One pass over the layout: offsets first (kept in `out`), pointers once the buffer is known.
+  out.clear();
   size_t needed = 0;
   for (size_t i = 0;; ++i) {
     size_t offset = 0, psize = 0;
     if (client::Client::get().param_info(f, i, &offset, &psize) != err::Success) break;
-    offsets.push_back(offset);
+    out.push_back(reinterpret_cast<void*>(offset));
     needed = std::max(needed, offset + psize);
   }
   if (needed > size) {
@@ -61,8 +62,7 @@ inline bool launch_arguments(client::Function* f, void** params, void** extra,
     memcpy(padded->data(), buffer, size);
     buffer = padded->data();
   }
-  out.clear();
-  for (size_t offset : offsets) out.push_back(buffer + offset);
+  for (void*& p : out) p = buffer + reinterpret_cast<size_t>(p);
   *args = out.data();
   return true;
 }

@@ -4,6 +4,7 @@
 // cuLaunchGrid or cuLaunchGridAsync launch it.  The arguments go as an `extra` buffer through the
 // same path as cuLaunchKernel's (frontend/common/launch_extra.h).  cuParamSetTexRef stays
 // unsupported (texture references are).
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -26,8 +27,8 @@ constexpr size_t kMaxParamBytes = 32764;
 struct Setup {
   unsigned block[3] = {0, 0, 0};  // unset: the launch fails
   unsigned shared = 0;
-  size_t size = 0;  // cuParamSetSize
-  std::vector<char> bytes = std::vector<char>(kMaxParamBytes, 0);
+  size_t size = 0;          // cuParamSetSize
+  std::vector<char> bytes;  // as far as cuParamSet* wrote (zero between)
 };
 
 std::mutex g_mu;
@@ -46,7 +47,9 @@ CUresult with_setup(CUfunction hfunc, Fn fn) {
 CUresult set_bytes(CUfunction hfunc, int offset, const void* p, size_t n) {
   if (offset < 0 || !p) return CUDA_ERROR_INVALID_VALUE;
   return with_setup(hfunc, [&](Setup& s) {
-    if (static_cast<size_t>(offset) + n > kMaxParamBytes) return CUDA_ERROR_INVALID_VALUE;
+    const size_t end = static_cast<size_t>(offset) + n;
+    if (end > kMaxParamBytes) return CUDA_ERROR_INVALID_VALUE;
+    if (s.bytes.size() < end) s.bytes.resize(end, 0);
     std::memcpy(s.bytes.data() + offset, p, n);
     return CUDA_SUCCESS;
   });
@@ -70,6 +73,7 @@ CUresult launch_grid(CUfunction hfunc, int gx, int gy, CUstream st, const char* 
   client::Stream stream;
   if (client::Error e = cuda_fe::stream_of(st, false, &stream); e != err::Success)
     return to_driver(e);
+  s.bytes.resize(std::max(s.bytes.size(), s.size), 0);  // what cuParamSetSize names exists
   size_t size = s.size;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, s.bytes.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
                    &size, CU_LAUNCH_PARAM_END};
