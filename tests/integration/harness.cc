@@ -13,37 +13,96 @@
 #include <stdexcept>
 #include <thread>
 
+#include <gtest/gtest.h>
+
 namespace rgpu::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<char*> cstrs(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
+// What a child needs, built before fork(): the test process may have threads (a relay, a
+// reader) that hold the allocator's or the environment's locks at the moment of the fork, so the
+// child itself only calls async-signal-safe functions (dup2, close, execve, _exit).
+struct Launch {
+  std::vector<std::string> args, envs;
+  std::vector<char*> argv, envp;
+  // `program`: a CUDA program or tool (in a sanitizer build it gets the sanitizer runtime
+  // preloaded); rgpud itself is instrumented and starts with the test's environment as it is.
+  Launch(const std::vector<std::string>& a, const Env& extra, bool program = true) : args(a) {
+    (void)program;
+    Env env;
+    for (char** e = environ; *e; ++e) {
+      const char* eq = strchr(*e, '=');
+      if (eq) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
+    }
+#ifdef RGPU_SANITIZER_PRELOAD
+    // A sanitizer build: uninstrumented CUDA programs (started directly, by `rgpu run`, or by
+    // `rgpu bench`) load an instrumented runtime, so every child gets the sanitizer runtime
+    // first.  Leaks of the test programs themselves are not ours to report.
+    if (program) {
+      env["LD_PRELOAD"] = RGPU_SANITIZER_PRELOAD;
+      env["ASAN_OPTIONS"] = "detect_leaks=0";
+    }
+#endif
+    for (auto& [k, v] : extra) env[k] = v;
+#ifdef RGPU_SANITIZER_PRELOAD
+    // A test's own preload goes after the sanitizer runtime, which must come first.
+    if (auto it = extra.find("LD_PRELOAD"); program && it != extra.end())
+      env["LD_PRELOAD"] = std::string(RGPU_SANITIZER_PRELOAD) + ":" + it->second;
+#endif
+    for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+    for (auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    for (auto& s : envs) envp.push_back(const_cast<char*>(s.c_str()));
+    envp.push_back(nullptr);
+  }
+  // In the child: async-signal-safe calls only.
+  [[noreturn]] void exec() const {
+    execve(argv[0], argv.data(), envp.data());
+    static const char msg[] = "exec failed: ";
+    ssize_t n = write(2, msg, sizeof msg - 1);
+    n = write(2, argv[0], strlen(argv[0]));
+    n = write(2, "\n", 1);
+    (void)n;
+    _exit(127);
+  }
+};
+
+std::string read_text(const std::string& path, size_t max = 4096) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string s(max, '\0');
+  ssize_t n = read(fd, s.data(), max);
+  close(fd);
+  s.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string describe_process(pid_t pid) {
+  const std::string base = "/proc/" + std::to_string(pid);
+  char exe[512] = {};
+  ssize_t n = readlink((base + "/exe").c_str(), exe, sizeof exe - 1);
+  std::string out = "process " + std::to_string(pid) + " (" + (n > 0 ? exe : "exe unknown") + ")";
+  DIR* dir = opendir((base + "/task").c_str());
+  if (!dir) return out + ": gone";
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string t = base + "/task/" + e->d_name;
+    std::string stat = read_text(t + "/stat", 512);
+    const size_t rp = stat.rfind(')');
+    const char state = rp != std::string::npos && rp + 2 < stat.size() ? stat[rp + 2] : '?';
+    out += "\n  thread " + std::string(e->d_name) + " " + read_text(t + "/comm", 64) + " state " +
+           state + " wchan " + read_text(t + "/wchan", 128) + " syscall " +
+           read_text(t + "/syscall", 256);
+  }
+  closedir(dir);
   return out;
 }
 
-void exec_child(const std::vector<std::string>& argv, const Env& env) {
-#ifdef RGPU_SANITIZER_PRELOAD
-  // A sanitizer build: uninstrumented CUDA programs (started directly, by `rgpu run`, or by
-  // `rgpu bench`) load an instrumented runtime, so every child gets the sanitizer runtime first.
-  // Leaks of the test programs themselves are not ours to report.
-  setenv("LD_PRELOAD", RGPU_SANITIZER_PRELOAD, 1);
-  setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-#endif
-  for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-#ifdef RGPU_SANITIZER_PRELOAD
-  // A test's own preload goes after the sanitizer runtime, which must come first.
-  if (auto it = env.find("LD_PRELOAD"); it != env.end())
-    setenv("LD_PRELOAD", (std::string(RGPU_SANITIZER_PRELOAD) + ":" + it->second).c_str(), 1);
-#endif
-  auto args = cstrs(argv);
-  execv(args[0], args.data());
-  fprintf(stderr, "exec %s: %s\n", args[0], strerror(errno));
-  _exit(127);
-}
+namespace {
 
 int decode_status(int st) {
   if (WIFEXITED(st)) return WEXITSTATUS(st);
@@ -61,14 +120,14 @@ Result run(const std::vector<std::string>& argv, const Env& env, int timeout_s) 
 #ifdef RGPU_SANITIZER_PRELOAD
   timeout_s *= 2;  // everything runs instrumented: give a program longer before calling it hung
 #endif
+  const Launch launch(argv, env);
   int out[2], err[2];
-  if (pipe(out) || pipe(err)) throw std::runtime_error("pipe");
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(out[1], 1);
+    dup2(out[1], 1);  // dup2 clears close-on-exec on the copy
     dup2(err[1], 2);
-    close(out[0]), close(err[0]), close(out[1]), close(err[1]);
-    exec_child(argv, env);
+    launch.exec();
   }
   close(out[1]);
   close(err[1]);
@@ -81,6 +140,9 @@ Result run(const std::vector<std::string>& argv, const Env& env, int timeout_s) 
     int ms = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
     if (ms <= 0) {
+      // What it was doing, for the failure message: never exec'd, or which threads wait where.
+      r.err += "\n[test harness] killed after " + std::to_string(timeout_s) +
+               " s: " + describe_process(pid) + "\n";
       kill(pid, SIGKILL);
       killed = true;
       break;
@@ -108,13 +170,13 @@ Result run(const std::vector<std::string>& argv, const Env& env, int timeout_s) 
 }
 
 Child spawn(const std::vector<std::string>& argv, const Env& env) {
+  const Launch launch(argv, env);
   int out[2];
-  if (pipe(out)) throw std::runtime_error("pipe");
+  if (pipe2(out, O_CLOEXEC)) throw std::runtime_error("pipe");
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);
-    close(out[0]), close(out[1]);
-    exec_child(argv, env);
+    launch.exec();
   }
   close(out[1]);
   return Child{pid, out[0]};
@@ -166,13 +228,9 @@ Daemon::Daemon(std::vector<std::string> extra) {
   for (auto& a : extra) has_backend = has_backend || a == "--backend";
   if (!has_backend) argv.insert(argv.end(), {"--backend", "host"});
   argv.insert(argv.end(), extra.begin(), extra.end());
+  const Launch launch(argv, {{"RGPU_LOG", "warn"}}, false);
   pid_ = fork();
-  if (pid_ == 0) {
-    setenv("RGPU_LOG", "warn", 1);
-    auto args = cstrs(argv);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  if (pid_ == 0) launch.exec();
   auto deadline = Clock::now() + std::chrono::seconds(20);
   while (Clock::now() < deadline) {
     std::ifstream in(port_file_);
@@ -190,7 +248,15 @@ Daemon::Daemon(std::vector<std::string> extra) {
 Daemon::~Daemon() {
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
+    // rgpud ends its sessions within --shutdown-timeout (5 s) and SIGKILLs the rest; one that
+    // does not exit is a failure of the test, never a hung test.
+    int st = 0;
+    if (!wait_exit(30000, st)) {
+      ADD_FAILURE() << "rgpud did not exit within 30 s of SIGTERM: " << describe_process(pid_);
+      for (pid_t c : live_children(pid_)) ADD_FAILURE() << "its child " << describe_process(c);
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
   }
   unlink(port_file_.c_str());
   std::string rm = "rm -rf '" + cache_dir_ + "'";

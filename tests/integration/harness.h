@@ -69,4 +69,8 @@ std::string nvidia_runtime_dir();
 // end while /proc is read are skipped, never an error.
 std::vector<pid_t> live_children(pid_t parent);
 
+// For a failure message: what `pid` runs and, per thread, its state, kernel wait channel and
+// system call (from /proc) — enough to tell a child that never reached exec from a hung program.
+std::string describe_process(pid_t pid);
+
 }  // namespace rgpu::test
