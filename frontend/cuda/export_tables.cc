@@ -76,13 +76,19 @@ CUresult cudart_primary_context(CUcontext* out, CUdevice dev) {
 }
 
 // ---- TOOLS_RUNTIME_CALLBACK_HOOKS: slots 2 and 6 hand back buffers the runtime may write.
+// The first holds one 32-bit "a tool subscribed" word per runtime API (CUPTI's callback ids):
+// the runtime 13 reads the word of the API it runs, without regard to the size we report (seen:
+// cudaLogsDumpToFile, id 516, reads bytes 2064..2067), and calls slots 4 and 1 around the API
+// when it is nonzero.  Zero for every id there is: no tool subscribed.  CUDA 13.0 has 523 ids
+// (cupti_runtime_cbid.h); the buffer has room for 16 times as many.  (1024 bytes, as other
+// reimplementations give, let ids from 256 on read whatever lies behind it.)
 void tools_buffer_1(void** buf, size_t* size) {
-  static unsigned char b[1024];
+  static uint32_t b[8192];
   if (buf != nullptr) *buf = b;
   if (size != nullptr) *size = sizeof b;
 }
 void tools_buffer_2(void** buf, size_t* size) {
-  static unsigned char b[14];
+  static unsigned char b[4096];  // 14 bytes are used (cuda-abi.md); the rest is margin
   if (buf != nullptr) *buf = b;
   if (size != nullptr) *size = sizeof b;
 }
@@ -172,7 +178,8 @@ CUresult tools_context_id(CUcontext ctx, unsigned long long* id) {
 using EachFunction = void (*)(void* data, CUfunction f);
 unsigned tools_module_functions(CUcontext, CUmodule mod, EachFunction fn, void* data) {
   unsigned count = 0;
-  if (fn == nullptr || cuModuleGetFunctionCount(&count, mod) != CUDA_SUCCESS || count == 0) return 0;
+  if (fn == nullptr || cuModuleGetFunctionCount(&count, mod) != CUDA_SUCCESS || count == 0)
+    return 0;
   std::vector<CUfunction> fs(count);
   if (cuModuleEnumerateFunctions(fs.data(), count, mod) != CUDA_SUCCESS) return 0;
   for (CUfunction f : fs) fn(data, f);

@@ -89,6 +89,9 @@ TEST_P(NvidiaRuntime, SameOutputAsRgpusRuntime) {
   EXPECT_EQ(theirs.status, 0) << theirs.out << theirs.err;
   EXPECT_EQ(theirs.out, ours.out) << theirs.err;
   EXPECT_EQ(theirs.err.find("integrity"), std::string::npos) << theirs.err;
+  // No private-table slot rgpu lacks was called (the tools hooks are called only where the
+  // runtime reads a nonzero "subscribed" word, which must never be).
+  EXPECT_EQ(theirs.err.find("rgpu does not provide it"), std::string::npos) << theirs.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(
