@@ -63,6 +63,7 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
       if (e != err::Success) return e;
       q.ticket = ticket.id;
       q.secret = ticket.secret;
+      q.tls_pin = ticket.tls_pin;  // the passive rgpud's certificate, learnt over our own link
       e = al->call<PeerCopyMsg>(q);
       if (e == err::Success) peer_links_[key] = failures;
       lock.unlock();

@@ -27,7 +27,11 @@ struct PeerTicketRep {
   PeerTicketId id{};    // routes a peer link to this session (through rgpud)
   PeerSecret secret{};  // shown once by the peer; compared in constant time
   uint32_t expires_ms = 0;
-  RGPU_FIELDS(id, secret, expires_ms)
+  // The SHA-256 of this rgpud's TLS certificate when it runs with --tls-cert (all zero when
+  // not): the link must then be TLS, and the active server accepts exactly this certificate.
+  // The client learned it over its own authenticated link to this server.
+  std::array<uint8_t, 32> tls_pin{};
+  RGPU_FIELDS(id, secret, expires_ms, tls_pin)
 };
 
 // Client -> active server (asynchronous, ordered on `stream` of GPU `device`): copy between the
@@ -52,8 +56,9 @@ struct PeerCopyReq {
   PeerTicketId ticket{};
   PeerSecret secret{};
   uint64_t fence = 0;  // the PeerFence the client sent the passive server for this copy
+  std::array<uint8_t, 32> tls_pin{};  // the ticket's PeerTicketRep::tls_pin
   RGPU_FIELDS(device, remote_device, local, local_pitch, remote, remote_pitch, width, height, push,
-              stream, endpoint, remote_name, ticket, secret, fence)
+              stream, endpoint, remote_name, ticket, secret, fence, tls_pin)
 };
 
 // Client -> passive server (asynchronous), before each copy's PeerCopy: marks the end of the
@@ -66,6 +71,16 @@ struct PeerFenceReq {
   uint64_t fence = 0;
   RGPU_FIELDS(device, fence)
 };
+
+// Active -> passive server over TCP, in plain, when the passive rgpud runs TLS: the first frame
+// (instead of a Hello), naming only the ticket's id, so the connection can be routed to the
+// session that issued it before TLS begins (TLS state cannot move between processes; the session
+// runs the TLS handshake itself).  Answered in plain; then TLS, then PeerAttach with the secret.
+struct PeerRouteReq {
+  PeerTicketId ticket{};
+  RGPU_FIELDS(ticket)
+};
+using PeerRouteRep = Empty;
 
 // Active -> passive server, the first request on a peer link.
 struct PeerAttachReq {

@@ -2,13 +2,13 @@
 
 namespace rgpu::server {
 
-bool AllocationTable::contains(uint64_t p, uint64_t size) const {
+bool AllocationTable::contains(uint64_t p, uint64_t size, uint64_t born_by) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = ranges_.upper_bound(p);
   if (it == ranges_.begin()) return false;
   --it;
   uint64_t base = it->first, len = it->second.size;
-  if (p < base) return false;
+  if (p < base || it->second.stamp > born_by) return false;
   uint64_t off = p - base;
   if (off > len) return false;
   if (size <= len - off) return true;
@@ -16,7 +16,9 @@ bool AllocationTable::contains(uint64_t p, uint64_t size) const {
   uint64_t left = size - (len - off);
   while (it->second.joinable) {
     uint64_t end = it->first + it->second.size;
-    if (++it == ranges_.end() || it->first != end || !it->second.joinable) return false;
+    if (++it == ranges_.end() || it->first != end || !it->second.joinable ||
+        it->second.stamp > born_by)
+      return false;
     if (left <= it->second.size) return true;
     left -= it->second.size;
   }

@@ -21,6 +21,7 @@ class AllocationTable {
     std::scoped_lock lock(mu_, o.mu_);
     ranges_ = o.ranges_;
     freeable_bytes_ = o.freeable_bytes_;
+    stamp_ = o.stamp_;
     return *this;
   }
 
@@ -29,7 +30,7 @@ class AllocationTable {
   void add(uint64_t base, uint64_t size, bool freeable = true, bool joinable = false) {
     std::lock_guard<std::mutex> lock(mu_);
     erase(base);
-    ranges_[base] = {size, freeable, joinable};
+    ranges_[base] = {size, freeable, joinable, ++stamp_};
     if (freeable) freeable_bytes_ += size;
   }
   bool remove(uint64_t base) {
@@ -47,8 +48,15 @@ class AllocationTable {
     auto it = ranges_.find(p);
     return it != ranges_.end() && it->second.freeable;
   }
-  // True when [p, p + size) lies inside one range (or joinable ranges without gaps).
-  bool contains(uint64_t p, uint64_t size) const;
+  // True when [p, p + size) lies inside one range (or joinable ranges without gaps).  Ranges
+  // newer than `born_by` (a stamp()) do not count: memory freed and handed out again since then
+  // is not what a request of that time named.
+  bool contains(uint64_t p, uint64_t size, uint64_t born_by = UINT64_MAX) const;
+  // The stamp of the newest range added so far (ranges are numbered as they are added).
+  uint64_t stamp() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stamp_;
+  }
   // The freeable allocations (base addresses).
   std::vector<uint64_t> allocations() const;
   void clear() {
@@ -70,9 +78,11 @@ class AllocationTable {
     uint64_t size;
     bool freeable;
     bool joinable;
+    uint64_t stamp;
   };
   std::map<uint64_t, Range> ranges_;
   uint64_t freeable_bytes_ = 0;
+  uint64_t stamp_ = 0;
   mutable std::mutex mu_;
 };
 

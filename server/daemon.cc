@@ -149,9 +149,10 @@ int run_daemon(const DaemonConfig& cfg) {
       return 2;
     }
   }
-  std::unique_ptr<transport::TlsContext> tls;
+  std::unique_ptr<transport::TlsContext> tls, peer_tls;
   try {
     tls = make_tls_context(cfg.tls);
+    peer_tls = make_peer_tls_context(cfg.tls);
   } catch (const std::exception& e) {
     LOG_ERROR("%s", e.what());
     return 2;
@@ -276,6 +277,7 @@ int run_daemon(const DaemonConfig& cfg) {
   spc.host_kernels = &host_kernels;
   spc.cache = &cache;
   spc.tls = tls.get();
+  spc.peer_tls = peer_tls.get();
   spc.gpu_table = &gpu_table;
   Supervisor sup(cfg, ledgers);
   int max_sessions = cfg.max_sessions;

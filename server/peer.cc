@@ -47,12 +47,13 @@ void Session::settle_peer_copies(const char* why) {
 PeerHost& Session::peer_host() {
   if (!peer_host_) {
     PeerHost::Hooks hooks;
-    hooks.check = [this](const PeerBeginReq& q) {  // on a link's thread: AllocationTable locks
-      return check_range(q.device, q.ptr, q.pitch, q.width, q.height);
+    hooks.check = [this](const PeerBeginReq& q, uint64_t born_by) {  // a link's thread: the
+      return check_range(q.device, q.ptr, q.pitch, q.width, q.height, born_by);  // table locks
     };
     hooks.release_event = [this](int dev, uint64_t event) { release_event(dev, event); };
-    peer_host_ = std::make_unique<PeerHost>(exec_, peer_pool(), config_.control,
-                                            config_.client_timeout_s, std::move(hooks));
+    peer_host_ =
+        std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s,
+                                   std::move(hooks), config_.peer_tls);
   }
   return *peer_host_;
 }
@@ -70,7 +71,8 @@ Status Session::on(PeerFenceMsg, const PeerFenceReq& q, Empty&) {
   if (q.fence == 0) return Status::fail(err::InvalidValue, "peer fence 0");
   uint64_t event = 0;
   if (Status s = mark_legacy(static_cast<int>(q.device), event); !s.ok()) return s;
-  peer_host().fence(q.fence, static_cast<int>(q.device), event);
+  // What was allocated by now is what the copy may name (AllocationTable stamps).
+  peer_host().fence(q.fence, static_cast<int>(q.device), event, allocs_[q.device].stamp());
   return Status::success();
 }
 
@@ -94,6 +96,7 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   job.remote_name = q.remote_name;
   job.ticket = q.ticket;
   job.secret = q.secret;
+  job.tls_pin = q.tls_pin;
   // The copy thread starts once the stream's earlier work is done (this event), and the stream's
   // later work waits at its gate until the copy has ended.
   if (Status s = exec_.event_create(dev, kEventDisableTiming, job.after_event); !s.ok()) return s;
@@ -131,6 +134,7 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
 }
 
 Status Session::on(PeerAttachMsg, const PeerAttachReq&, Empty&) { return link_only("PeerAttach"); }
+Status Session::on(PeerRouteMsg, const PeerRouteReq&, Empty&) { return link_only("PeerRoute"); }
 Status Session::on(PeerWriteMsg, const PeerWriteReq&, Empty&) { return link_only("PeerWrite"); }
 Status Session::on(PeerReadMsg, const PeerReadReq&, Empty&) { return link_only("PeerRead"); }
 Status Session::on(PeerFinishMsg, const Empty&, Empty&) { return link_only("PeerFinish"); }

@@ -2,16 +2,21 @@
 
 #include <unistd.h>
 
+#include <cstring>
+#include <mutex>
+
 #include "channel/handshake.h"
 #include "common/cuda_errors.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "transport/tcp/tcp.h"
+#include "transport/tls/tls.h"
 
 namespace rgpu::server {
 
 using namespace rgpu::proto;
 using backend::Status;
+using transport::CertFingerprint;
 
 namespace {
 
@@ -32,6 +37,22 @@ Status await_reply(channel::Channel& ch, uint16_t type, uint64_t id) {
 struct LinkBroken : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The TLS client side of peer links: trusts no CA, compares the certificate with the ticket's pin.
+const transport::TlsContext& pinned_context() {
+  static std::once_flag once;
+  static std::unique_ptr<transport::TlsContext> ctx;
+  static std::string error;
+  std::call_once(once, [] {
+    try {
+      ctx = transport::TlsContext::pinned_client();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  if (!ctx) throw LinkBroken("the peer requires TLS: " + error);
+  return *ctx;
+}
 
 }  // namespace
 
@@ -178,6 +199,10 @@ void PeerCopier::connect(Link& l, const PeerJob& job) {
     l.conn = std::move(conn);
   }
   l.ch = std::make_unique<channel::Channel>(*l.conn);
+  if (job.tls_pin != CertFingerprint{}) {
+    connect_tls(l, job);
+    return;
+  }
   channel::Channel& ch = *l.ch;
   HelloReq hello;
   hello.client_info = "rgpud peer link (pid " + std::to_string(getpid()) + ")";
@@ -190,6 +215,36 @@ void PeerCopier::connect(Link& l, const PeerJob& job) {
           encode_message(PeerAttachReq{job.ticket, job.secret}));
   if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok())
     throw LinkBroken("peer link refused: " + s.message);
+}
+
+// The passive rgpud runs TLS: the link is routed to its session in plain (PeerRoute, the
+// ticket's id only), then TLS with the certificate the ticket named, then PeerAttach.
+void PeerCopier::connect_tls(Link& l, const PeerJob& job) {
+  uint64_t id = l.ch->next_request_id();
+  l.ch->send(static_cast<uint16_t>(MsgId::PeerRoute), kFlagSync, id,
+             encode_message(PeerRouteReq{job.ticket}));
+  if (Status s = await_reply(*l.ch, static_cast<uint16_t>(MsgId::PeerRoute), id); !s.ok())
+    throw LinkBroken("peer link refused: " + s.message);
+  // The link keeps the plain descriptor meanwhile, so stop() can shut the socket down.
+  int fd = ::dup(l.conn->fd());
+  if (fd < 0) throw LinkBroken(std::string("dup: ") + strerror(errno));
+  auto tls = transport::tls_connect_pinned(transport::tcp_adopt(fd, l.conn->peer()),
+                                           pinned_context(), job.tls_pin, timeout_s_);
+  tls->set_recv_timeout(timeout_s_);
+  tls->set_send_timeout(timeout_s_);
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.cancelled) throw LinkBroken("the session is ending");
+    l.ch.reset();
+    l.conn = std::move(tls);
+  }
+  l.ch = std::make_unique<channel::Channel>(*l.conn);
+  id = l.ch->next_request_id();
+  l.ch->send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagSync, id,
+             encode_message(PeerAttachReq{job.ticket, job.secret}));
+  if (Status s = await_reply(*l.ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok())
+    throw LinkBroken("peer link refused: " + s.message);
+  LOG_INFO("peer link to %s: %s", job.endpoint.c_str(), transport::tls_summary(*l.conn).c_str());
 }
 
 Status PeerCopier::transfer(Link& l, const PeerJob& job, uint64_t stream) {

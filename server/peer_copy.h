@@ -38,6 +38,7 @@ struct PeerJob {
   std::string remote_name;   // for messages
   proto::PeerTicketId ticket{};  // all zero: the link must exist
   proto::PeerSecret secret{};
+  std::array<uint8_t, 32> tls_pin{};  // the passive rgpud's TLS certificate; all zero: plain
   bool has_ticket() const;
 };
 
@@ -86,6 +87,7 @@ class PeerCopier {
   void work(Link& link);
   backend::Status run(Link& link, const PeerJob& job);
   void connect(Link& link, const PeerJob& job);
+  void connect_tls(Link& link, const PeerJob& job);
   backend::Status transfer(Link& link, const PeerJob& job, uint64_t stream);
 
   backend::Executor& exec_;

@@ -29,22 +29,25 @@ bool same_secret(const PeerSecret& a, const PeerSecret& b) {
 }  // namespace
 
 PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s,
-                   Hooks hooks)
+                   Hooks hooks, const transport::TlsContext* tls)
     : exec_(exec),
       pool_(pool),
       control_(control),
       timeout_s_(timeout_s > 0 ? timeout_s : 30),
-      hooks_(std::move(hooks)) {}
+      hooks_(std::move(hooks)),
+      tls_(tls) {
+  if (tls_) pin_ = tls_->fingerprint();
+}
 
-void PeerHost::fence(uint64_t id, int dev, uint64_t event) {
+void PeerHost::fence(uint64_t id, int dev, uint64_t event, uint64_t stamp) {
   constexpr size_t kMaxUnclaimed = 1024;  // copies refused before their PeerBegin leave theirs
   std::vector<Fence> drop;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || fences_.count(id)) {
-      drop.push_back(Fence{dev, event});
+      drop.push_back(Fence{dev, event, stamp});
     } else {
-      fences_[id] = Fence{dev, event};
+      fences_[id] = Fence{dev, event, stamp};
       while (fences_.size() > kMaxUnclaimed) {
         drop.push_back(fences_.begin()->second);
         fences_.erase(fences_.begin());
@@ -55,7 +58,7 @@ void PeerHost::fence(uint64_t id, int dev, uint64_t event) {
   for (const Fence& f : drop) hooks_.release_event(f.dev, f.event);
 }
 
-Status PeerHost::await_fence(uint64_t id) {
+Status PeerHost::await_fence(uint64_t id, int& dev, uint64_t& stamp) {
   Fence f;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -68,6 +71,8 @@ Status PeerHost::await_fence(uint64_t id) {
     f = fences_[id];
     fences_.erase(id);
   }
+  dev = f.dev;
+  stamp = f.stamp;
   Status s = exec_.event_synchronize(f.dev, f.event);
   hooks_.release_event(f.dev, f.event);
   return s;
@@ -88,6 +93,7 @@ Status PeerHost::issue(PeerTicketRep& rep) {
   }
   random_bytes(rep.id.data(), rep.id.size());
   random_bytes(rep.secret.data(), rep.secret.size());
+  rep.tls_pin = pin_;
   rep.expires_ms = kTicketMs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -126,6 +132,27 @@ void PeerHost::inbox_loop() {
   }
 }
 
+std::string PeerHost::redeem(const PeerTicketId& id, const PeerSecret& secret) {
+  if (stopping_) return "the session is ending";
+  auto it = tickets_.find(id);
+  if (it == tickets_.end() || it->second.expires <= Clock::now())
+    return "unknown, used or expired peer ticket";
+  const bool same = same_secret(it->second.secret, secret);
+  tickets_.erase(it);  // one use, whatever the secret shown
+  return same ? "" : "wrong peer ticket secret";
+}
+
+void PeerHost::refuse(transport::Connection& conn, uint64_t attach_id, const std::string& why) {
+  LOG_WARN("peer link from %s refused: %s", conn.peer().c_str(), why.c_str());
+  try {
+    conn.set_send_timeout(2);
+    channel::Channel ch(conn);
+    ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
+            encode_error_reply(err::NotPermitted, why));
+  } catch (const std::exception&) {
+  }
+}
+
 void PeerHost::accept(const char* msg, int fd) {
   PeerTicketId id;
   PeerSecret secret;
@@ -133,38 +160,73 @@ void PeerHost::accept(const char* msg, int fd) {
   memcpy(id.data(), msg + 1, id.size());
   memcpy(secret.data(), msg + 1 + id.size(), secret.size());
   memcpy(&attach_id, msg + 1 + id.size() + secret.size(), sizeof attach_id);
+  const bool tls = msg[kPeerHandoffBytes - 1] != 0;  // routed before TLS: no secret yet
   auto conn = transport::tcp_adopt(fd, "peer rgpud");
   std::lock_guard<std::mutex> lock(mu_);
   reap_done();
-  auto it = tickets_.find(id);
-  std::string why;
-  if (it == tickets_.end() || it->second.expires <= Clock::now()) {
-    why = "unknown, used or expired peer ticket";
-  } else {
-    const bool same = same_secret(it->second.secret, secret);
-    tickets_.erase(it);  // one use, whatever the secret shown
-    if (!same) why = "wrong peer ticket secret";
-  }
-  if (stopping_) why = "the session is ending";
+  std::string why = stopping_ ? "the session is ending" : "";
+  if (why.empty() && tls != (tls_ != nullptr))
+    why = tls ? "a TLS peer link to a session without TLS" : "this rgpud requires TLS";
+  if (why.empty() && !tls) why = redeem(id, secret);
   if (!why.empty()) {
-    LOG_WARN("peer link from %s refused: %s", conn->peer().c_str(), why.c_str());
-    try {
-      conn->set_send_timeout(2);
-      channel::Channel ch(*conn);
-      ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
-              encode_error_reply(err::NotPermitted, why));
-    } catch (const std::exception&) {
-    }
+    if (tls)  // its peer waits for a TLS handshake: closing is the answer
+      LOG_WARN("peer link from %s refused: %s", conn->peer().c_str(), why.c_str());
+    else
+      refuse(*conn, attach_id, why);
     return;
   }
   auto link = std::make_unique<Link>();
   link->conn = std::move(conn);
   Link* l = link.get();
   links_.push_back(std::move(link));
-  l->thread = std::thread([this, l, attach_id] {
-    serve(*l, attach_id);
+  l->thread = std::thread([this, l, attach_id, tls, id] {
+    if (tls)
+      attach_tls(*l, id);
+    else
+      serve(*l, attach_id);
     l->done = true;
   });
+}
+
+void PeerHost::attach_tls(Link& link, const PeerTicketId& routed) {
+  constexpr int kHandshakeSec = 10;
+  std::unique_ptr<transport::Connection> conn;
+  uint64_t attach_id = 0;
+  std::string why;
+  try {
+    // The link keeps the socket's first descriptor meanwhile, so stop() can shut it down.
+    int fd = ::dup(link.conn->fd());
+    if (fd < 0) throw transport::TransportError(std::string("dup: ") + strerror(errno));
+    conn = transport::tls_accept(transport::tcp_adopt(fd, link.conn->peer()), *tls_, kHandshakeSec);
+    conn->set_recv_timeout(kHandshakeSec);
+    channel::Channel ch(*conn);
+    FrameHeader h;
+    std::vector<uint8_t> body;
+    ch.read_frame(h, body, channel::Channel::Wait::Timed);
+    attach_id = h.request_id;
+    if (h.type != static_cast<uint16_t>(MsgId::PeerAttach) || h.payload_len) {
+      why = "its first request over TLS is not PeerAttach";
+    } else {
+      auto q = decode_message<PeerAttachReq>(body.data(), body.size());
+      std::lock_guard<std::mutex> lock(mu_);
+      why = q.ticket != routed ? "PeerAttach names another ticket than its route"
+                               : redeem(q.ticket, q.secret);
+    }
+  } catch (const std::exception& e) {
+    LOG_WARN("peer link from %s: %s", link.conn->peer().c_str(), e.what());
+    return;
+  }
+  if (!why.empty()) {
+    refuse(*conn, attach_id, why);
+    return;
+  }
+  LOG_INFO("peer link from %s: %s", conn->peer().c_str(), transport::tls_summary(*conn).c_str());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    link.conn = std::move(conn);  // the plain descriptor closes; the TLS one carries the link
+  }
+  serve(link, attach_id);
 }
 
 void PeerHost::reap_done() {
@@ -201,6 +263,20 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
     conn.set_send_timeout(timeout_s_);
     ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
             encode_ok_reply(Empty{}));
+    // A copy is counted from before its rows are checked until its reply (wait_quiet).
+    auto copying = [&](bool on) {
+      std::lock_guard<std::mutex> lock(mu_);
+      copying_ += on ? 1 : -1;
+      if (!on) quiet_cv_.notify_all();
+    };
+    struct Counted {
+      std::function<void(bool)> set;
+      bool on = false;
+      void operator()(bool v) {
+        if (v != on) set(on = v);
+      }
+      ~Counted() { (*this)(false); }
+    } counted{copying};
     // The current copy: its rows and stream once PeerBegin was accepted, else why not.
     PeerRows rows;
     uint64_t stream = 0;
@@ -211,16 +287,23 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
     while (ch.read_frame(h, body, channel::Channel::Wait::Idle)) {
       if (h.type == static_cast<uint16_t>(MsgId::PeerBegin)) {
         auto q = decode_message<PeerBeginReq>(body.data(), body.size());
+        counted(true);  // from here on a free of these rows waits for this copy
+        // The client's earlier work on this server first (its PeerFence); the rows must lie in
+        // memory allocated by then, not in memory freed and handed out again since.
+        Status fenced;
+        uint64_t born_by = UINT64_MAX;
+        if (q.fence) {
+          int fence_dev = -1;
+          uint64_t stamp = 0;
+          fenced = await_fence(q.fence, fence_dev, stamp);
+          if (fence_dev == static_cast<int>(q.device)) born_by = stamp;
+        }
         begun = q.width == 0 || q.height == 0
                     ? Status::fail(err::InvalidValue, "an empty peer copy")
-                    : hooks_.check(q);
+                    : hooks_.check(q, born_by);
         rows = rows_of(q);
         if (begun.ok()) begun = streams.get(exec_, rows.dev, stream);
-        // The client's earlier work on this server first (its PeerFence).
-        if (q.fence) {
-          Status f = await_fence(q.fence);
-          if (begun.ok()) begun = f;
-        }
+        if (begun.ok()) begun = fenced;
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerRead)) {
         auto q = decode_message<PeerReadReq>(body.data(), body.size());
         Status r = begun;
@@ -235,6 +318,7 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
                                        encode_message(AsyncDataMsg{off, off + n == total}), &v, 1);
                              });
         reply(h.type, h.request_id, r);
+        counted(false);
         begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerWrite) ||
                  h.type == static_cast<uint16_t>(MsgId::PeerFinish)) {
@@ -275,6 +359,7 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
           }
         }
         reply(static_cast<uint16_t>(MsgId::PeerFinish), finish_id, refused.ok() ? r : refused);
+        counted(false);
         begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
       } else {
         LOG_WARN("peer link from %s: unexpected request %u", conn.peer().c_str(), h.type);
@@ -286,6 +371,11 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
   }
   conn.shutdown();
   streams.destroy(exec_);
+}
+
+bool PeerHost::wait_quiet(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return quiet_cv_.wait_for(lock, limit, [&] { return copying_ == 0; });
 }
 
 void PeerHost::stop() {

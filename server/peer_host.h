@@ -6,6 +6,11 @@
 // them) or PeerRead (it reads them).  Links arrive through rgpud (server/peer_routes.h) on the
 // session's inbox; each is served on a thread of its own with staging buffers from the session's
 // pool.  Between copies a link may stay silent for as long as it likes.
+//
+// When rgpud runs TLS (`tls`: its certificate, without client verification: the ticket is the
+// peer's credential), a ticket carries the certificate's fingerprint for the client to hand the
+// active server, and a link arrives before its TLS handshake (PeerRoute, server/tls_gate.h): its
+// thread runs the handshake, then reads PeerAttach over TLS.
 #pragma once
 
 #include <atomic>
@@ -23,6 +28,7 @@
 #include "proto/messages.h"
 #include "server/peer_pipe.h"
 #include "transport/connection.h"
+#include "transport/tls/tls.h"
 
 namespace rgpu::server {
 
@@ -31,12 +37,14 @@ class PeerHost {
   // What the session lends its links (called on a link's thread): whether a copy's rows lie in
   // its memory; giving back a fence's event (Session::release_event).
   struct Hooks {
-    std::function<backend::Status(const proto::PeerBeginReq&)> check;
+    // `born_by`: an AllocationTable stamp; rows in memory allocated since do not count.
+    std::function<backend::Status(const proto::PeerBeginReq&, uint64_t born_by)> check;
     std::function<void(int dev, uint64_t event)> release_event;
   };
   // `control`: the session's control socket to rgpud; `timeout_s`: a link that stays silent
   // this long mid-copy is dropped (and how long a copy waits for its fence).
-  PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s, Hooks hooks);
+  PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s, Hooks hooks,
+           const transport::TlsContext* tls = nullptr);
   ~PeerHost() { stop(); }
   PeerHost(const PeerHost&) = delete;
   PeerHost& operator=(const PeerHost&) = delete;
@@ -47,9 +55,14 @@ class PeerHost {
   // PeerFence (the dispatcher's call): `event`, recorded on GPU `dev`'s legacy stream, is what
   // the copy that names fence `id` waits for; it is the host's now (released when used, or when
   // too many wait unclaimed).
-  void fence(uint64_t id, int dev, uint64_t event);
+  // `stamp`: the allocation table's stamp() then; the copy's rows must be older.
+  void fence(uint64_t id, int dev, uint64_t event, uint64_t stamp);
   // The session ends: links are shut down, threads joined, tickets forgotten.
   void stop();
+  // Waits (up to `limit`) until no link is in the middle of a copy; false when one still is.
+  // A free calls it after the allocation left the table (so no later PeerBegin can name it):
+  // a copy whose rows were checked before that ends before the memory goes.
+  bool wait_quiet(std::chrono::milliseconds limit);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -64,9 +77,15 @@ class PeerHost {
   };
   void inbox_loop();
   void accept(const char* msg, int fd);
+  // "" when `secret` redeems ticket `id` (used up either way), else why not (mu_ held).
+  std::string redeem(const proto::PeerTicketId& id, const proto::PeerSecret& secret);
+  // A link routed before TLS: the handshake, PeerAttach over TLS, then serve (its thread).
+  void attach_tls(Link& link, const proto::PeerTicketId& routed);
+  void refuse(transport::Connection& conn, uint64_t attach_id, const std::string& why);
   void serve(Link& link, uint64_t attach_id);
   // Waits (up to timeout_s_) for fence `id`, then for its event.
-  backend::Status await_fence(uint64_t id);
+  // `stamp` out: the fence's allocation stamp.
+  backend::Status await_fence(uint64_t id, int& dev, uint64_t& stamp);
   void reap_done();  // joins finished link threads (mu_ held)
 
   backend::Executor& exec_;
@@ -74,7 +93,9 @@ class PeerHost {
   const int control_;
   const int timeout_s_;
   const Hooks hooks_;
-  int inbox_ = -1;  // the session's end; rgpud holds the other
+  const transport::TlsContext* const tls_;
+  transport::CertFingerprint pin_{};  // tls_'s certificate
+  int inbox_ = -1;                    // the session's end; rgpud holds the other
   std::thread inbox_thread_;
   std::mutex mu_;  // tickets_, links_, fences_, stopping_; never held across a backend call
   std::map<proto::PeerTicketId, Ticket> tickets_;
@@ -82,9 +103,12 @@ class PeerHost {
   struct Fence {
     int dev;
     uint64_t event;
+    uint64_t stamp;
   };
   std::map<uint64_t, Fence> fences_;  // sent by the client, not yet claimed by a copy
   std::condition_variable fence_cv_;
+  int copying_ = 0;  // links between PeerBegin and the end of that copy
+  std::condition_variable quiet_cv_;
   bool stopping_ = false;
 };
 

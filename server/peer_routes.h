@@ -7,7 +7,10 @@
 // does the handshake, reads the link's first request (PeerAttach: ticket id and secret) and sends
 // kPeerHandoff + id + secret + the request's id, with the connection's descriptor attached.  The
 // daemon passes both to the owner's inbox (once: the route goes), and the owner checks the secret
-// and serves the link.  Routes end with their session, at expiry, or at their one use.
+// and serves the link.  Routes end with their session, at expiry, or at their one use.  When rgpud
+// runs TLS the link is routed before its TLS handshake instead: its first frame is a plain
+// PeerRoute (the ticket's id only), the hand-off carries no secret and says "TLS", and the owner
+// runs the handshake and reads PeerAttach itself (server/tls_gate.h, PeerHost::attach_tls).
 #pragma once
 
 #include <sys/types.h>
@@ -24,8 +27,9 @@ namespace rgpu::server {
 
 constexpr char kPeerRegister = 'K';
 constexpr char kPeerHandoff = 'P';
-// kPeerHandoff's message, as forwarded to the inbox.
-constexpr size_t kPeerHandoffBytes = 1 + 16 + 32 + 8;
+// kPeerHandoff's message, as forwarded to the inbox: id, secret, PeerAttach's request id, and 1
+// when the link was routed before TLS (PeerRoute: no secret yet, the owner runs the handshake).
+constexpr size_t kPeerHandoffBytes = 1 + 16 + 32 + 8 + 1;
 constexpr size_t kMaxRoutesPerSession = 4096;
 
 // The daemon's side.  Not thread-safe (the daemon's loop owns it).
@@ -61,6 +65,6 @@ std::string peer_register(int control, const proto::PeerTicketId& id, uint32_t e
 // The handshake process's side: hands `link` to the ticket's owner; "" or why not.
 std::string peer_handoff(int control, const proto::PeerTicketId& id,
                          const proto::PeerSecret& secret, uint64_t request_id, int link,
-                         int timeout_ms = 5000);
+                         bool tls = false, int timeout_ms = 5000);
 
 }  // namespace rgpu::server

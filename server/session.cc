@@ -429,15 +429,18 @@ Status Session::check_device(uint32_t dev) const {
 }
 
 Status Session::check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t width,
-                            uint64_t height) const {
+                            uint64_t height, uint64_t born_by) const {
   if (Status s = check_device(dev); !s.ok()) return s;
   if (height > 1 && width > pitch)
     return Status::fail(err::InvalidPitchValue, "width exceeds pitch");
   if (width == 0 || height == 0) return Status::success();
   if (height > 1 && pitch > (UINT64_MAX - width) / (height - 1)) return invalid("pitch overflow");
   uint64_t extent = (height - 1) * pitch + width;
-  if (!allocs_[dev].contains(ptr, extent))
-    return invalid("address range is not inside one device allocation");
+  if (!allocs_[dev].contains(ptr, extent, born_by))
+    return invalid(born_by == UINT64_MAX
+                       ? "address range is not inside one device allocation"
+                       : "address range is not inside one device allocation made before the "
+                         "request (freed and allocated again since?)");
   return Status::success();
 }
 
@@ -567,7 +570,7 @@ void Session::defer_free(int device, uint64_t ptr, const FrameHeader& h) {
   bool post;
   {
     std::lock_guard<std::mutex> lock(free_mu_);
-    pending_frees_.push_back({device, ptr, h.request_id, h.type});
+    pending_frees_.push_back({device, ptr, h.request_id, h.type, peer_host_.get()});
     post = !std::exchange(free_draining_, true);
   }
   if (post) waiter_.post([this] { drain_frees(); });
@@ -585,6 +588,14 @@ void Session::drain_frees() {
       }
       batch.swap(pending_frees_);
     }
+    // Another server's link may be in the middle of a copy whose rows it checked before the
+    // allocation left the table: that copy ends first (its GPU work then ends in the sync).
+    PeerHost* peers = nullptr;
+    for (const PendingFree& f : batch) peers = f.peers ? f.peers : peers;
+    const auto limit = std::chrono::seconds(std::max(config_.client_timeout_s, 1) + 5);
+    if (peers && !peers->wait_quiet(limit))
+      LOG_WARN("a free waited %lld s for copies from other servers; freeing anyway",
+               static_cast<long long>(limit.count()));
     std::map<int, Status> synced;
     for (const PendingFree& f : batch)
       if (!synced.count(f.device)) synced[f.device] = exec_.synchronize(f.device);

@@ -81,6 +81,8 @@ struct SessionConfig {
   std::vector<uint16_t> client_known{};  // the message ids the client knows (Hello)
   size_t outbox_bytes = 64u << 20;       // bytes queued for the client before the dispatcher waits
   int control = -1;  // the control socket to rgpud, for CUDA IPC (server/ipc_exports.h); -1: none
+  // rgpud's certificate for peer links when it runs TLS (server/peer_host.h); null: plain links.
+  const transport::TlsContext* peer_tls = nullptr;
   backend::GpuQuery* gpus = nullptr;  // NVML answers (server/nvml.h); null: NotSupported
 };
 
@@ -127,8 +129,8 @@ class Session {
   Status copy_shm(const proto::MemcpyShmReq& q, bool async);
 
   Status check_device(uint32_t dev) const;
-  Status check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t width,
-                     uint64_t height) const;
+  Status check_range(uint32_t dev, uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height,
+                     uint64_t born_by = UINT64_MAX) const;
   // The backend handle of a client's stream id on GPU `dev` (0: legacy default stream).
   Status stream_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
   Status event_of(uint32_t dev, uint64_t id, uint64_t& handle) const;
@@ -331,6 +333,7 @@ class Session {
     uint64_t ptr;
     uint64_t request_id;
     uint16_t type;
+    PeerHost* peers;  // this session's links from other servers (peer_host_ when it exists)
   };
   void defer_free(int device, uint64_t ptr, const proto::FrameHeader& h);
   void drain_frees();

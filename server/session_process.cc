@@ -56,8 +56,9 @@ void hand_off_peer_link(transport::Connection& conn, int control, bool tls) {
     return;
   }
   auto q = decode_message<PeerAttachReq>(body.data(), body.size());
-  // The session takes the socket itself; TLS state cannot travel with it.
-  std::string why = tls ? "peer links over TLS are not supported yet"
+  // The session takes the socket itself; TLS state cannot travel with it, so a TLS link is
+  // routed before its handshake (PeerRoute, server/tls_gate.h).
+  std::string why = tls ? "a peer link to an rgpud with TLS begins with PeerRoute, in plain"
                         : peer_handoff(control, q.ticket, q.secret, h.request_id, conn.fd());
   if (why.empty()) return;  // the session answers
   LOG_WARN("peer link from %s refused: %s", conn.peer().c_str(), why.c_str());
@@ -81,7 +82,11 @@ void run_session_process(const SessionProcessConfig& cfg,
   }
   pending.reset();
   if (cfg.tls && provider.capabilities().tls_wraps) {
-    conn = secure_client(std::move(conn), *cfg.tls);  // the TLS handshake
+    // The TLS handshake; or a peer link, routed to its session before TLS.
+    conn = secure_client(
+        std::move(conn), *cfg.tls, [&](const proto::PeerTicketId& id, uint64_t request_id, int fd) {
+          return peer_handoff(control, id, proto::PeerSecret{}, request_id, fd, true);
+        });
     if (!conn) _exit(0);
   }
   const DaemonConfig& d = *cfg.daemon;
@@ -162,6 +167,7 @@ void run_session_process(const SessionProcessConfig& cfg,
     sc.max_streams = d.client_max_streams;
     sc.max_events = d.client_max_events;
     sc.control = control;  // CUDA IPC requests to rgpud (server/ipc_exports.h)
+    sc.peer_tls = cfg.peer_tls;
     Session session(*conn, *exec, sc);
     session.run();
   }

@@ -29,6 +29,7 @@ struct SessionProcessConfig {
   const backend::HostKernels* host_kernels = nullptr;
   const ModuleCache* cache = nullptr;
   const transport::TlsContext* tls = nullptr;        // TCP clients must use TLS
+  const transport::TlsContext* peer_tls = nullptr;   // the same certificate for peer links
   const proto::NvmlProbeTable* gpu_table = nullptr;  // cuda backend: what the GPU probe learnt
 };
 

@@ -267,5 +267,69 @@ int main(int argc, char** argv) {
     cudaStreamDestroy(s0);
     cudaFree(a);
   }
+  // Memory freed on the passive server while copies from it run (pulled by 0 from 1): each copy
+  // either completes or fails cleanly (the free came before the copy began there: its rows are
+  // no allocation any more), and server 1 goes on serving (it once crashed on the host backend).
+  {
+    const size_t n = 128u << 20;  // long enough that a free 20 ms in lands in its middle
+    void* a;
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, n));
+    cudaStream_t s0;
+    REQUIRE_OK(cudaStreamCreate(&s0));
+    bool clean = true;
+    for (int i = 0; i < 6; ++i) {
+      void* b;
+      REQUIRE_OK(cudaSetDevice(1));
+      REQUIRE_OK(cudaMalloc(&b, n));
+      REQUIRE_OK(cudaMemset(b, i, n));
+      REQUIRE_OK(cudaDeviceSynchronize());
+      REQUIRE_OK(cudaSetDevice(0));
+      cudaError_t e = cudaMemcpyPeerAsync(a, 0, b, 1, n, s0);
+      if (i % 2) usleep(20000);  // the copy has begun on server 1 (else: not yet)
+      REQUIRE_OK(cudaSetDevice(1));
+      cudaError_t f = cudaFree(b);
+      cudaDeviceSynchronize();  // the free is done
+      // The memory handed out again at once and overwritten: a copy still reading it would
+      // deliver this instead of its source.
+      void* c = nullptr;
+      if (cudaMalloc(&c, n) == cudaSuccess) cudaMemset(c, 0xee, n);
+      REQUIRE_OK(cudaSetDevice(0));
+      cudaError_t w = cudaStreamSynchronize(s0);
+      cudaGetLastError();
+      for (cudaError_t r : {e, f, w})
+        if (r != cudaSuccess && r != cudaErrorInvalidValue) {
+          printf("free during a copy %d: %s\n", i, cudaGetErrorName(r));
+          clean = false;
+        }
+      if (e == cudaSuccess && w == cudaSuccess) {
+        std::vector<unsigned char> got(n);
+        REQUIRE_OK(cudaMemcpy(got.data(), a, n, cudaMemcpyDeviceToHost));
+        size_t wrong = 0;
+        for (unsigned char v : got) wrong += v != static_cast<unsigned char>(i);
+        if (wrong) {
+          printf("free during a copy %d: %zu bytes are not the source's\n", i, wrong);
+          clean = false;
+        }
+      }
+      REQUIRE_OK(cudaSetDevice(1));
+      cudaFree(c);
+      REQUIRE_OK(cudaDeviceSynchronize());
+    }
+    EXPECT_TRUE(clean, "copies whose source is freed meanwhile complete or fail cleanly");
+    std::vector<unsigned char> back(4096);
+    void* c;
+    REQUIRE_OK(cudaSetDevice(1));
+    EXPECT_OK(cudaMalloc(&c, back.size()));
+    EXPECT_OK(cudaMemset(c, 0x5a, back.size()));
+    EXPECT_OK(cudaMemcpy(back.data(), c, back.size(), cudaMemcpyDeviceToHost));
+    bool same = true;
+    for (unsigned char v : back) same = same && v == 0x5a;
+    EXPECT_TRUE(same, "the passive server goes on after frees during copies");
+    cudaFree(c);
+    REQUIRE_OK(cudaSetDevice(0));
+    cudaStreamDestroy(s0);
+    cudaFree(a);
+  }
   return finish("peer_copies");
 }

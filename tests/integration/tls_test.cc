@@ -6,8 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
+#include <deque>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <thread>
 
 #include "tests/integration/harness.h"
@@ -111,8 +115,12 @@ class Relay {
  public:
   explicit Relay(uint16_t upstream) : listener_(transport::tcp_listen("127.0.0.1", 0)) {
     thread_ = std::thread([this, upstream] {
+      // Bounded like everything else here: a client that never comes ends the relay.
+      pollfd l{listener_->fd(), POLLIN, 0};
+      if (poll(&l, 1, 60000) <= 0) return;
       auto down = listener_->accept();
-      auto up = transport::tcp_connect("127.0.0.1", upstream);
+      if (!down) return;
+      auto up = transport::tcp_connect("127.0.0.1", upstream, 10);
       pollfd p[2] = {{down->fd(), POLLIN, 0}, {up->fd(), POLLIN, 0}};
       char buf[65536];
       for (;;) {
@@ -145,6 +153,102 @@ class Relay {
   std::thread thread_;
   std::string wire_;
 };
+
+// A TCP relay for any number of connections that keeps, per connection and direction, the first
+// bytes and a count (a wire tap between a client or another rgpud and one rgpud).
+class TapRelay {
+ public:
+  struct Flow {
+    std::string head[2];  // [0] towards the server, [1] back; the first kKeep bytes
+    uint64_t bytes[2] = {0, 0};
+  };
+  static constexpr size_t kKeep = 4096;
+
+  explicit TapRelay(uint16_t upstream)
+      : upstream_(upstream), listener_(transport::tcp_listen("127.0.0.1", 0)) {
+    acceptor_ = std::thread([this] {
+      while (!stop_) {
+        pollfd l{listener_->fd(), POLLIN, 0};
+        if (poll(&l, 1, 100) != 1) continue;
+        auto down = listener_->accept();
+        if (!down) continue;
+        auto up = transport::tcp_connect("127.0.0.1", upstream_, 10);
+        std::lock_guard<std::mutex> lock(mu_);
+        flows_.emplace_back();
+        const size_t i = flows_.size() - 1;
+        socks_.push_back({std::move(down), std::move(up)});
+        threads_.emplace_back([this, i] { pump(i); });
+      }
+    });
+  }
+  ~TapRelay() {
+    stop_ = true;
+    acceptor_.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [d, u] : socks_) d->shutdown(), u->shutdown();
+    }
+    for (auto& t : threads_) t.join();
+  }
+  std::string servers() const { return "127.0.0.1:" + std::to_string(listener_->port()); }
+  std::vector<Flow> flows() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {flows_.begin(), flows_.end()};
+  }
+
+ private:
+  void pump(size_t i) {
+    int fd[2];
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fd[0] = socks_[i].first->fd();
+      fd[1] = socks_[i].second->fd();
+    }
+    pollfd p[2] = {{fd[0], POLLIN, 0}, {fd[1], POLLIN, 0}};
+    std::vector<char> buf(1 << 20);
+    while (!stop_) {
+      if (poll(p, 2, 100) < 0) return;
+      for (int k = 0; k < 2; ++k) {
+        if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = read(p[k].fd, buf.data(), buf.size());
+        if (n <= 0) return;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          Flow& f = flows_[i];
+          if (f.head[k].size() < kKeep)
+            f.head[k].append(buf.data(),
+                             std::min(static_cast<size_t>(n), kKeep - f.head[k].size()));
+          f.bytes[k] += static_cast<uint64_t>(n);
+        }
+        for (ssize_t off = 0; off < n;) {
+          ssize_t w = write(p[1 - k].fd, buf.data() + off, static_cast<size_t>(n - off));
+          if (w <= 0) return;
+          off += w;
+        }
+      }
+    }
+  }
+
+  uint16_t upstream_;
+  std::unique_ptr<transport::Listener> listener_;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::deque<Flow> flows_;
+  std::deque<
+      std::pair<std::unique_ptr<transport::Connection>, std::unique_ptr<transport::Connection>>>
+      socks_;
+  std::vector<std::thread> threads_;
+};
+
+// The rgpu frame at the start of `wire`: its type and its length (header and body); 0 when short.
+size_t frame_at(const std::string& wire, uint16_t& type) {
+  if (wire.size() < 24) return 0;
+  uint32_t body = 0;
+  memcpy(&type, wire.data(), 2);
+  memcpy(&body, wire.data() + 4, 4);
+  return 24 + body;
+}
 
 }  // namespace
 
@@ -230,6 +334,7 @@ TEST_F(Tls, TheTokenIsStillRequiredAndNeverOnTheWire) {
   Relay relay(d.port());
   env["RGPU_SERVERS"] = relay.servers();
   env["RGPU_TOKEN"] = token;
+  env["RGPU_LOG"] = "info";  // how far it got, should it fail
   Result ok = run({cuda_program("mem_info")}, env, 30);
   EXPECT_EQ(ok.status, 0) << ok.err;
   const std::string& wire = relay.wire();
@@ -248,6 +353,44 @@ TEST_F(Tls, ThePlainWireShowsWhatTlsHides) {
   Result ok = run({cuda_program("mem_info")}, env, 30);
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_TRUE(has(relay.wire(), "mem_info"));  // so the test above can fail
+}
+
+// Server-to-server copies between rgpuds with TLS (mutual, for clients): the peer link is routed
+// in plain by the ticket's id alone (PeerRoute), then runs TLS with the certificate the client saw;
+// the copies pass.  A tap between the other rgpud (and the client) and server b shows it.
+TEST_F(Tls, ServerToServerCopiesRunOverTls) {
+  Daemon a(server_args(true)), b(server_args(true));
+  TapRelay tap(b.port());
+  Env env = with_cert(tls_env(a), "client");
+  env["RGPU_SERVERS"] = a.servers() + "," + tap.servers();
+  Result r = run({cuda_program("peer_copies")}, env, 280);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("peer_copies: passed"), std::string::npos) << r.out << r.err;
+  const uint16_t route = 0x110A;  // PeerRoute (proto/catalogue.def)
+  int tls_clients = 0, peer_links = 0;
+  uint64_t peer_bytes = 0;
+  for (const auto& f : tap.flows()) {
+    ASSERT_FALSE(f.head[0].empty());
+    if (f.head[0][0] == 0x16) {  // a client: TLS from its first byte
+      ++tls_clients;
+      continue;
+    }
+    uint16_t type = 0, back = 0;
+    const size_t n = frame_at(f.head[0], type), m = frame_at(f.head[1], back);
+    ASSERT_EQ(type, route) << "a connection to b in plain that is not a PeerRoute";
+    ASSERT_EQ(back, route);
+    // After the route and its answer, TLS both ways (a ClientHello, a ServerHello record).
+    ASSERT_GT(f.head[0].size(), n);
+    ASSERT_GT(f.head[1].size(), m);
+    EXPECT_EQ(f.head[0][n], 0x16);
+    EXPECT_EQ(f.head[1][m], 0x16);
+    ++peer_links;
+    peer_bytes += f.bytes[0] + f.bytes[1];
+  }
+  EXPECT_GE(tls_clients, 1);
+  EXPECT_GE(peer_links, 1);
+  EXPECT_GT(peer_bytes, 128ull << 20);  // 64 MiB pushed to b and 64 MiB pulled from it, at least
+  EXPECT_TRUE(a.alive() && b.alive());
 }
 
 TEST_F(Tls, DaemonOptionsAreChecked) {

@@ -320,4 +320,48 @@ TEST_P(Conformance, DescriptorsPassWhereClaimed) {
 INSTANTIATE_TEST_SUITE_P(Providers, Conformance, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return info.param; });
 
+// Peer links between rgpuds: the client trusts no CA, only the certificate it was told of (a
+// fingerprint learnt over an authenticated link); any other certificate fails the handshake.
+TEST(TlsPinned, OnlyThePinnedCertificateIsAccepted) {
+  if (tls_dir().empty()) GTEST_SKIP() << "openssl cannot make a test certificate here";
+  const std::string d = tls_dir();
+  auto sctx = TlsContext::server({d + "/c.pem", d + "/k.pem", ""});
+  auto pinned = TlsContext::pinned_client();
+  const CertFingerprint pin = sctx->fingerprint();
+  EXPECT_NE(pin, CertFingerprint{});
+  for (bool right : {true, false}) {
+    Ends e = connect_through(*Registry::builtin().find("tcp"));
+    auto server = std::async(std::launch::async, [&] {
+      try {
+        return tls_accept(std::move(e.server), *sctx, 5);
+      } catch (const std::exception&) {
+        return std::unique_ptr<Connection>();
+      }
+    });
+    CertFingerprint p = pin;
+    if (!right) p[7] ^= 1;
+    if (right) {
+      auto c = tls_connect_pinned(std::move(e.client), *pinned, p, 5);
+      auto srv = server.get();
+      ASSERT_TRUE(srv);
+      const char msg[] = "pinned";
+      iovec v{const_cast<char*>(msg), sizeof msg};
+      c->send_all(&v, 1);
+      char got[sizeof msg] = {};
+      iovec g{got, sizeof got};
+      srv->recv_all(&g, 1);
+      EXPECT_STREQ(got, msg);
+    } else {
+      try {
+        tls_connect_pinned(std::move(e.client), *pinned, p, 5);
+        ADD_FAILURE() << "a certificate other than the pinned one was accepted";
+      } catch (const TlsError& err) {
+        EXPECT_EQ(err.kind, TlsError::Kind::ServerUnverified);
+        EXPECT_NE(std::string(err.what()).find("not the one"), std::string::npos) << err.what();
+      }
+      server.wait();
+    }
+  }
+}
+
 }  // namespace

@@ -57,7 +57,12 @@ namespace rgpu::transport::ossl {
   X(ERR_reason_error_string)             \
   X(ERR_clear_error)                     \
   X(X509_verify_cert_error_string)       \
-  X(X509_VERIFY_PARAM_set1_ip_asc)
+  X(X509_VERIFY_PARAM_set1_ip_asc)       \
+  X(SSL_CTX_get0_certificate)            \
+  X(SSL_get1_peer_certificate)           \
+  X(X509_digest)                         \
+  X(X509_free)                           \
+  X(EVP_sha256)
 
 struct Api {
 #define RGPU_OPENSSL_POINTER(name) decltype(&::name) name = nullptr;

@@ -200,6 +200,19 @@ class TlsConnection final : public Connection {
                      "cannot check the server's name " + name + ": " + ossl::errors("bad name"));
   }
 
+  // SHA-256 of the peer's certificate; all zero when it sent none.
+  CertFingerprint peer_fingerprint() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto& a = api();
+    CertFingerprint out{};
+    X509* cert = a.SSL_get1_peer_certificate(ssl_);
+    if (!cert) return out;
+    unsigned int len = 0;
+    if (a.X509_digest(cert, a.EVP_sha256(), out.data(), &len) != 1 || len != out.size()) out = {};
+    a.X509_free(cert);
+    return out;
+  }
+
   std::string summary() {
     std::lock_guard<std::mutex> lock(mu_);
     const auto& a = api();
@@ -365,6 +378,21 @@ std::unique_ptr<Connection> tls_connect(std::unique_ptr<Connection> tcp, const T
   // request we could not answer is reported now rather than as the server's alert later.
   if (t_certificate_requested)
     throw TlsError(Kind::NeedClientCert, c->peer() + " requires a client certificate (mutual TLS)");
+  return c;
+}
+
+std::unique_ptr<Connection> tls_connect_pinned(std::unique_ptr<Connection> tcp,
+                                               const TlsContext& ctx, const CertFingerprint& pin,
+                                               int timeout_s) {
+  auto c = wrap(std::move(tcp), ctx);
+  t_certificate_requested = false;
+  c->handshake(true, timeout_s);
+  const CertFingerprint seen = c->peer_fingerprint();
+  unsigned diff = 0;
+  for (size_t i = 0; i < pin.size(); ++i) diff |= static_cast<unsigned>(seen[i] ^ pin[i]);
+  if (diff || seen == CertFingerprint{})
+    throw TlsError(Kind::ServerUnverified, "the TLS certificate of " + c->peer() +
+                                               " is not the one its rgpud showed the client");
   return c;
 }
 

@@ -3,6 +3,8 @@
 // thread may receive while another sends (an SSL object must not be used by two threads at once).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,12 +38,20 @@ struct TlsServerOptions {
   std::string client_ca_file;  // non-empty: mutual TLS, clients need a certificate it signed
 };
 
+// SHA-256 of a certificate (DER): what a pinned connection compares.
+using CertFingerprint = std::array<uint8_t, 32>;
+
 // An SSL_CTX: certificates and keys are loaded and checked once, when it is made.
 class TlsContext {
  public:
   // Throw TlsError (Unavailable, Config) naming the file or the reason.
   static std::unique_ptr<TlsContext> client(const TlsClientOptions& o);
   static std::unique_ptr<TlsContext> server(const TlsServerOptions& o);
+  // A client that trusts no CA: tls_connect_pinned checks the server's certificate against a
+  // fingerprint learned over an already authenticated channel (server-to-server links).
+  static std::unique_ptr<TlsContext> pinned_client();
+  // A server context's own certificate (the leaf), as a pinned client will compare it.
+  CertFingerprint fingerprint() const;
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
@@ -62,6 +72,14 @@ class TlsContext {
 // the certificate must list as an IP SAN).  Throws TlsError / TransportError.
 std::unique_ptr<Connection> tls_connect(std::unique_ptr<Connection> tcp, const TlsContext& ctx,
                                         const std::string& host, int timeout_s);
+
+// Client side, pinned (a context from TlsContext::pinned_client): the handshake, then the server's
+// certificate must be exactly `pin`, or TlsError ServerUnverified.  TLS 1.3 has the server prove
+// that it holds the certificate's key during the handshake, so a matching certificate is the
+// server the pin was learned from.
+std::unique_ptr<Connection> tls_connect_pinned(std::unique_ptr<Connection> tcp,
+                                               const TlsContext& ctx, const CertFingerprint& pin,
+                                               int timeout_s);
 
 // Server side, before anything was read from `tcp`: whether the client's first byte opens a TLS
 // handshake record (TLS), is something else (a plain rgpu client), or never came (closed or

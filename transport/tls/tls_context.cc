@@ -137,6 +137,27 @@ std::unique_ptr<TlsContext> TlsContext::server(const TlsServerOptions& o) {
   return c;
 }
 
+std::unique_ptr<TlsContext> TlsContext::pinned_client() {
+  const auto& a = load_api();
+  std::unique_ptr<TlsContext> c(new TlsContext);
+  SSL_CTX* ctx = new_ctx(a.TLS_client_method());
+  c->ctx_ = ctx;
+  // No chain to check: the certificate itself is compared after the handshake.
+  a.SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  a.SSL_CTX_set_client_cert_cb(ctx, note_certificate_request);
+  return c;
+}
+
+CertFingerprint TlsContext::fingerprint() const {
+  CertFingerprint out{};
+  const auto& a = api();
+  X509* cert = a.SSL_CTX_get0_certificate(static_cast<SSL_CTX*>(ctx_));
+  unsigned int len = 0;
+  if (!cert || a.X509_digest(cert, a.EVP_sha256(), out.data(), &len) != 1 || len != out.size())
+    throw TlsError(Kind::Other, ossl::errors("cannot fingerprint the server's certificate"));
+  return out;
+}
+
 TlsContext::~TlsContext() {
   if (ctx_) api().SSL_CTX_free(static_cast<SSL_CTX*>(ctx_));
 }
