@@ -1,6 +1,7 @@
 // A client that floods asynchronous host-to-device copies behind a busy stream: the server must
 // not hold them all (the client waits on its window), and every byte still lands in order.
-// `flood_async [copies] [KiB per copy]`; prints "ready" once the flood is queued.
+// `flood_async [copies] [KiB per copy]`; prints "flooding" once its synchronous setup is done and
+// the copies begin, and "ready" once the flood is queued.
 #include <cstdio>
 #include <vector>
 
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
   REQUIRE_OK(cudaMalloc(&d, bytes));
   std::vector<int> h(bytes / 4);
   slow_fill<<<1, 128, 0, s>>>(d, 0, 1, 2000000000ull);  // 2 s of "GPU" work first
+  printf("flooding\n");
+  fflush(stdout);
   for (int c = 0; c < copies; ++c) {
     h[0] = c;
     h[h.size() - 1] = -c;

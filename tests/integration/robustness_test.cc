@@ -111,7 +111,11 @@ TEST_P(Robust, AStoppedServerFailsAClientWaitingForItsWindow) {
   env["RGPU_TRANSPORT"] = GetParam();
   env["RGPU_TIMEOUT"] = "2";
   Child c = spawn({cuda_program("flood_async"), "200", "4096"}, env);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the flood fills the window
+  // Past its synchronous setup (a setup call failing on the stopped server would end the program
+  // before "ready": seen once under the sanitizers, which made the setup outlast a fixed 0.5 s),
+  // then the flood fills the window.
+  ASSERT_TRUE(c.wait_line("flooding", 60)) << "the program did not get to its copies";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::ifstream children("/proc/" + std::to_string(d.pid()) + "/task/" + std::to_string(d.pid()) +
                          "/children");
   pid_t session = 0;
