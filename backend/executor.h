@@ -223,6 +223,40 @@ class Executor {
   }
   virtual void native_destroy(int, uint64_t /*exec*/) {}
 
+  // ---- conditional graph nodes (server/graphs_cond.cc)
+  // A conditional handle of native graph `graph` (an empty graph is made when it is 0), default
+  // `value`, `flags` CU_GRAPH_COND_ASSIGN_DEFAULT or 0.  A backend without native graphs
+  // (cond_emulated) numbers handles itself and keeps their values (cond_value).
+  virtual Status cond_handle_create(int, uint64_t& /*graph*/, uint32_t /*value*/,
+                                    uint32_t /*flags*/, uint64_t& /*handle*/) {
+    return Status::fail(err::NotSupported, "this backend has no conditional graph nodes");
+  }
+  virtual void native_graph_destroy(int, uint64_t /*graph*/) {}
+  // Native building: capture `stream` into `graph` (its nodes removed first: a graph is rebuilt
+  // at each instantiation); a conditional node added after the capture's current dependencies,
+  // then its only dependency, with its body graphs (capture_into them on other streams); the
+  // capture ended, `graph` kept; `graph` instantiated.
+  virtual Status capture_into(int, uint64_t /*stream*/, uint64_t /*graph*/, bool /*empty_first*/) {
+    return Status::fail(err::NotSupported, "this backend cannot capture into a graph");
+  }
+  virtual Status capture_conditional(int, uint64_t /*stream*/, uint64_t /*handle*/,
+                                     uint32_t /*type*/, uint32_t /*size*/,
+                                     std::vector<uint64_t>& /*bodies*/) {
+    return Status::fail(err::NotSupported, "this backend has no conditional graph nodes");
+  }
+  virtual Status capture_finish(int, uint64_t /*stream*/) {
+    return Status::fail(err::NotSupported, "this backend cannot capture into a graph");
+  }
+  virtual Status native_instantiate(int, uint64_t /*graph*/, uint64_t& /*exec*/) {
+    return Status::fail(err::NotSupported, "this backend has no native graphs");
+  }
+  // Emulated conditionals (the host backend): a handle's value read (set false) or written, and
+  // whether this backend evaluates conditional nodes itself (else only natively).
+  virtual bool cond_emulated() const { return false; }
+  virtual Status cond_value(int, uint64_t /*handle*/, bool /*set*/, uint32_t& /*value*/) {
+    return Status::fail(err::NotSupported, "this backend has no conditional graph nodes");
+  }
+
   // ---- ipc
   // CUDA IPC (server/ipc.cc): the mapping that holds `ptr` on `dev` as a shareable descriptor (a
   // new one, the caller's to close), with the mapping's base and size and what kind of descriptor

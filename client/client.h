@@ -340,6 +340,14 @@ class Client {
                        unsigned mode);
   // The nodes the capturing stream's next node depends on: `deps` (set) or also `deps`.
   CudaError capture_deps(const Stream& s, const std::vector<GraphNode*>& deps, bool set);
+  // ---- conditional nodes (client/graphs_cond.cc)
+  // A conditional handle of `g` (its value the server's), default `value`, `flags` 0 or
+  // cudaGraphCondAssignDefault.
+  CudaError graph_cond_handle(Graph* g, unsigned value, unsigned flags, uint64_t* out);
+  // A conditional node (type 0 if, 1 while, 2 switch) of `g` after `deps`, with `size` new empty
+  // body graphs ((*out)->bodies, owned by the node).
+  CudaError graph_add_conditional(Graph* g, const std::vector<GraphNode*>& deps, uint64_t handle,
+                                  unsigned type, unsigned size, GraphNode** out);
   // ---- graphs4 (client/graphs4.cc): graph memory nodes
   // An allocation node of `bytes` on the graph's device after `deps`: its memory (in the
   // device's window) is backed now and named by (*out)->alloc.

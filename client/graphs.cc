@@ -68,9 +68,12 @@ namespace {
 // one moved into its parent (cudaGraphChildGraphOwnershipMove) not instantiated or used for an
 // update either (`moved_only`: only that case is refused).  False (logged) when refused.
 bool free_standing(const Graph* g, const char* call, bool moved_only = false) {
-  if (!g->owner || (moved_only && !g->moved)) return true;
-  LOG_ERROR("%s: the graph is owned by a child-graph node (%s)", call,
-            g->moved ? "moved into its parent" : "embedded in it");
+  if (!g->owner || (moved_only && !g->moved && !g->body)) return true;
+  LOG_ERROR("%s: the graph is owned by a %s node (%s)", call,
+            g->body ? "conditional" : "child-graph",
+            g->body    ? "its body"
+            : g->moved ? "moved into its parent"
+                       : "embedded in it");
   return false;
 }
 
@@ -84,8 +87,10 @@ CudaError Client::graph_destroy(Graph* g) {
 
 CudaError Client::graph_destroy_tree(Graph* g) {
   CudaError e = g->link->call<GraphDestroyMsg>(GraphObjectReq{g->gpu, g->id});
-  for (const auto& n : g->nodes)
+  for (const auto& n : g->nodes) {
     if (n->child) graph_destroy_tree(n->child);
+    for (Graph* b : n->bodies) graph_destroy_tree(b);
+  }
   delete g;  // nodes go with it; executable graphs are the server's copies
   return e;
 }

@@ -44,6 +44,9 @@ struct GraphNode {
   // A memory allocation node's memory; a memory free node's address.
   std::shared_ptr<GraphAlloc> alloc;
   void* free_ptr = nullptr;
+  // A conditional node's body graphs (client/graphs_cond.cc), owned by the node: the array
+  // cudaConditionalNodeParams::phGraph_out points at.
+  std::vector<Graph*> bodies;
 };
 
 struct Graph {
@@ -58,6 +61,7 @@ struct Graph {
   // instantiate it, embed it elsewhere, update an executable graph from it, or add memory nodes.
   GraphNode* owner = nullptr;
   bool moved = false;  // the program's own graph, moved in (else the node's clone)
+  bool body = false;   // a conditional node's body graph (the node is its owner)
   // Being captured into by cudaStreamBeginCaptureToGraph: it had `capture_base` nodes before.
   bool capture_into = false;
   size_t capture_base = 0;

@@ -53,6 +53,8 @@ CudaError Client::graph_destroy_node(GraphNode* n) {
     graph_destroy_tree(n->child);
     n->child = nullptr;
   }
+  for (Graph* b : n->bodies) graph_destroy_tree(b);
+  n->bodies.clear();
   return err::Success;
 }
 

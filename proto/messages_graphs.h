@@ -39,6 +39,7 @@ enum GraphNodeKind : uint32_t {
   kNodeEmpty = 5,
   kNodeWaitEvent = 6,
   kNodeEventRecord = 7,
+  kNodeConditional = 13,
 };
 
 // Adds a node to `graph`: `request` is the encoded body of a stream-ordered request of type

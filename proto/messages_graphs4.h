@@ -47,4 +47,34 @@ struct MemsetPatternReq {
 };
 using MemsetPatternRep = Empty;
 
+// Conditional nodes (cudaGraphConditionalHandleCreate, cudaGraphAddNode with
+// cudaGraphNodeTypeConditional; server/graphs_cond.cc).  A handle belongs to the graph it was made
+// for (a body graph's handles to the graph at the top of its conditional nodes); its value is the
+// backend's (on a GPU the driver's CUgraphConditionalHandle, which kernels give
+// cudaGraphSetConditional).  flags: cudaGraphCondAssignDefault (1) or 0.
+struct GraphCondHandleReq {
+  uint32_t device = 0;
+  uint64_t graph = 0;
+  uint32_t value = 0;
+  uint32_t flags = 0;
+  RGPU_FIELDS(device, graph, value, flags)
+};
+struct GraphCondHandleRep {
+  uint64_t handle = 0;
+  RGPU_FIELDS(handle)
+};
+// A conditional node of `graph` after `deps`: type cudaGraphConditionalNodeType (0 if, 1 while,
+// 2 switch), one new empty body graph per entry of `bodies` (ids the client chose), owned by the
+// node.  The reply is GraphAddNodeRep.
+struct GraphAddCondReq {
+  uint32_t device = 0;
+  uint64_t graph = 0;
+  std::vector<uint64_t> deps;
+  uint64_t handle = 0;
+  uint32_t type = 0;
+  std::vector<uint64_t> bodies;
+  RGPU_FIELDS(device, graph, deps, handle, type, bodies)
+};
+using GraphAddCondRep = GraphAddNodeRep;
+
 }  // namespace rgpu::proto

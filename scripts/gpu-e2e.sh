@@ -83,7 +83,7 @@ failures=0
 programs="memcpy_roundtrip errors pointer_attrs device_query kernels_basic kernels_symbols
   kernels_printf kernels_api kernels_launch_loop async_streams async_streams_ptds async_stress
   async_stress_ptds multi_gpu overlap stress_mix va_windows
-  launch devmem graphs graphs_query graphs_more graphs_mem pools managed managed_vars arrays driver_api
+  launch devmem graphs graphs_query graphs_more graphs_mem graphs_cond pools managed managed_vars arrays driver_api
   driver_graphs misc mixed_apis driver_vmm vmm_runtime nvrtc_jit"
 for p in ${RGPU_E2E_PROGRAMS:-$programs}; do
   echo "== $p"
@@ -107,7 +107,7 @@ ln -sf "$native_lib/libcudart.so.13" "$nvrt/libcudart.so.13"
 ln -sf "$root/$build/lib/libcuda.so.1" "$nvrt/libcuda.so.1"
 nvrt() { CUDA_VISIBLE_DEVICES=-1 RGPU_SERVERS="$all_devices" LD_LIBRARY_PATH="$nvrt" limited "$(basename "$1")-nvrt" 60 "$@"; }
 nvrt_programs="memcpy_roundtrip errors pointer_attrs kernels_basic kernels_symbols kernels_api
-  async_streams async_stress kernels_launch_loop overlap graphs graphs_more graphs_mem mixed_apis"
+  async_streams async_stress kernels_launch_loop overlap graphs graphs_more graphs_mem graphs_cond mixed_apis"
 for p in ${RGPU_E2E_NVRT_PROGRAMS:-$nvrt_programs}; do
   nvrt "$build/cuda/$p" >"$out/$p.nvrt.out" 2>"$out/$p.nvrt.err"; vrc=$?
   same=identical

@@ -120,7 +120,9 @@ Status Session::record_node(Graph& g, std::vector<uint64_t> deps, uint16_t type,
   n.type = type;
   n.kind = kNodeEmpty;
   uint64_t stream = 0;
-  if (type != 0 && !stream_of_request(type, body, stream, n.kind))
+  if (type == static_cast<uint16_t>(MsgId::GraphAddCond))
+    n.kind = kNodeConditional;  // server/graphs_cond.cc
+  else if (type != 0 && !stream_of_request(type, body, stream, n.kind))
     return Status::fail(err::InvalidValue, "this request cannot be a graph node");
   n.body = std::move(body);
   n.payload = std::move(payload);
@@ -340,6 +342,8 @@ Status Session::on(GraphAddNodeMsg, const GraphAddNodeReq& q, GraphAddNodeRep& r
   } else if (q.payload) {
     return Status::fail(err::InvalidValue, "only a host-to-device copy node carries data");
   }
+  if (q.type == static_cast<uint16_t>(MsgId::GraphAddCond))
+    return Status::fail(err::InvalidValue, "conditional nodes are added by GraphAddCond");
   if (q.type == static_cast<uint16_t>(MsgId::MemcpyDtoHAsync) ||
       q.type == static_cast<uint16_t>(MsgId::MemcpyShmAsync))
     return Status::fail(err::NotSupported,
@@ -352,6 +356,9 @@ Status Session::on(GraphAddChildMsg, const GraphAddChildReq& q, GraphNodesRep& r
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
   if (Status s = graph_of(q.child, c); !s.ok()) return s;
   if (g == c) return Status::fail(err::InvalidValue, "a graph cannot be its own child");
+  if (graph_has_conditional(*c))
+    return Status::fail(err::InvalidValue,
+                        "a graph with conditional nodes cannot be a child graph");
   // Flattened: the child's nodes are copied in; its roots depend on `deps`.
   const Graph child = *c;
   const uint64_t base = g->nodes.size();
@@ -372,6 +379,8 @@ Status Session::on(GraphCloneMsg, const GraphCloneReq& q, GraphNodesRep& rep) {
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
   if (q.clone == 0 || graphs_.graphs.count(q.clone))
     return Status::fail(err::InvalidValue, "bad graph id");
+  if (graph_has_conditional(*g) || g->root)
+    return Status::fail(err::InvalidValue, "a graph with conditional nodes cannot be cloned");
   Graph copy = *g;
   for (const GraphNode& n : copy.nodes) rep.nodes.push_back(GraphNodeInfo{n.id, n.kind, n.deps});
   graphs_.graphs[q.clone] = std::move(copy);
@@ -403,9 +412,7 @@ Status Session::on(GraphEdgesMsg, const GraphEdgesReq& q, Empty&) {
 // ---- executable graphs
 // ----------------------------------------------------------------------------
 
-namespace {
-
-// Kahn's algorithm; false when the edges make a cycle.
+// Kahn's algorithm.
 bool topological(const Graph& g, std::vector<GraphNode>& out) {
   std::vector<size_t> missing(g.nodes.size(), 0);
   std::vector<std::vector<size_t>> users(g.nodes.size());
@@ -429,6 +436,8 @@ bool topological(const Graph& g, std::vector<GraphNode>& out) {
   return done == g.nodes.size();
 }
 
+namespace {
+
 bool same_shape(const std::vector<GraphNode>& a, const std::vector<GraphNode>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -449,6 +458,11 @@ Status Session::on(GraphInstantiateMsg, const GraphInstantiateReq& q, Empty&) {
   if (!topological(*g, e.order))
     return Status::fail(err::InvalidValue, "the graph's edges make a cycle");
   for (const GraphNode& n : e.order) e.holds_payload |= n.payload != nullptr;
+  if (graph_has_conditional(*g))
+    if (Status s = cond_instantiate(e, *g); !s.ok()) {
+      if (e.native) exec_.native_destroy(static_cast<int>(e.device), e.native);
+      return s;
+    }
   graphs_.execs[q.exec] = std::move(e);
   return Status::success();
 }
@@ -458,6 +472,9 @@ Status Session::on(GraphExecUpdateMsg, const GraphExecUpdateReq& q, Empty&) {
   if (it == graphs_.execs.end()) return Status::fail(err::InvalidValue, "no such executable graph");
   Graph* g = nullptr;
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
+  if (it->second.cond || graph_has_conditional(*g))
+    return Status::fail(kGraphExecUpdateFailure,
+                        "rgpu does not update executable graphs with conditional nodes");
   std::vector<GraphNode> order;
   if (!topological(*g, order) || !same_shape(order, it->second.order))
     return Status::fail(kGraphExecUpdateFailure,
@@ -488,6 +505,13 @@ Status Session::on(GraphLaunchMsg, const GraphLaunchReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   ++graphs_.replays;
+  if (GraphExec& x = it->second; x.cond) {  // conditional nodes: only natively
+    if (!x.native)
+      if (Status s = cond_build(x); !s.ok()) return s;
+    if (Status s = exec_.native_launch(static_cast<int>(q.device), x.native, h); !s.ok()) return s;
+    launched_ = true;
+    return Status::success();
+  }
   if (launch_native(it->second, q.device, h)) return Status::success();
   for (const GraphNode& n : it->second.order)
     if (!n.disabled)

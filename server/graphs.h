@@ -10,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "backend/executor.h"
+
 namespace rgpu::server {
 
 struct GraphNode {
@@ -23,10 +25,30 @@ struct GraphNode {
   bool disabled = false;  // in an executable graph: skipped by a launch (cudaGraphNodeSetEnabled)
 };
 
+// The backend graph that a graph's conditional handles belong to (server/graphs_cond.cc): shared
+// by the graph and the executable graphs made from it (they rebuild their native graph in it),
+// let go with the last of them.
+struct NativeGraph {
+  backend::Executor* exec = nullptr;
+  int device = 0;
+  uint64_t id = 0;
+  NativeGraph(backend::Executor* e, int d) : exec(e), device(d) {}
+  NativeGraph(const NativeGraph&) = delete;
+  NativeGraph& operator=(const NativeGraph&) = delete;
+  ~NativeGraph() {
+    if (id) exec->native_graph_destroy(device, id);
+  }
+};
+
 struct Graph {
   uint32_t device = 0;
   std::vector<GraphNode> nodes;  // nodes[i].id == i + 1
   bool capturing = false;        // still being captured: not usable yet
+  // Conditional nodes: a body graph names the graph at the top of its conditional nodes (`root`);
+  // that graph holds the handles made for it or its bodies, and their backend graph.
+  uint64_t root = 0;
+  std::vector<uint64_t> handles;
+  std::shared_ptr<NativeGraph> native;
 };
 
 struct GraphExec {
@@ -37,6 +59,10 @@ struct GraphExec {
   uint64_t native = 0;
   bool native_refused = false;  // replayed node by node
   uint32_t launches = 0;
+  // A graph with conditional nodes always runs natively, built in `cond` (its root graph's
+  // backend graph) from `order` and the body graphs' nodes as they were at instantiation.
+  std::shared_ptr<NativeGraph> cond;
+  std::map<uint64_t, std::vector<GraphNode>> bodies;  // by body graph id
 };
 
 // One capture sequence: the streams taking part and, per stream, the nodes the next one
@@ -68,6 +94,14 @@ struct GraphState {
   uint64_t next_sequence = 1;
   uint32_t replays = 0;  // numbers host callbacks of replays apart
 };
+
+// The nodes of `g` in an order that respects every edge (removed ones left out); false when the
+// edges make a cycle (server/graphs.cc).
+bool topological(const Graph& g, std::vector<GraphNode>& out);
+// Whether a node can be part of a native graph (server/graphs_native.cc).
+bool native_node(const GraphNode& n);
+// Whether `g` has conditional nodes or handles (server/graphs_cond.cc).
+bool graph_has_conditional(const Graph& g);
 
 // The node kind (proto::GraphNodeKind) a request of `type` records as; false when such a
 // request cannot be a graph node.  Type 0 is an empty node.

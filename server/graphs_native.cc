@@ -7,6 +7,8 @@
 // the executable graph (parameters, enabling, update, child graphs) drops it.  Graphs with other
 // nodes (host callbacks, event records and waits, copies of the client's bytes, memory nodes,
 // copies between GPUs) are replayed node by node (server/graphs.cc).
+#include <cstring>
+
 #include "common/log.h"
 #include "server/session.h"
 
@@ -20,6 +22,8 @@ namespace {
 // The session's id of the private stream a capture runs on (client ids never reach it).
 constexpr uint64_t kCaptureStream = ~0ull - 1;
 
+}  // namespace
+
 bool native_node(const GraphNode& n) {
   if (n.disabled) return true;  // not captured
   switch (static_cast<MsgId>(n.type)) {
@@ -27,6 +31,14 @@ bool native_node(const GraphNode& n) {
       auto q = decode_message<LaunchExReq>(n.body.data(), n.body.size());
       for (const LaunchAttr& a : q.attrs)
         if (event_attribute(a.id)) return false;
+      return true;
+    }
+    case MsgId::MemsetPattern: {  // unless its element's bytes differ (a copy of host bytes)
+      auto q = decode_message<MemsetPatternReq>(n.body.data(), n.body.size());
+      uint8_t b[4];
+      std::memcpy(b, &q.value, 4);
+      for (uint32_t i = 1; i < q.elem && i < 4; ++i)
+        if (b[i] != b[0]) return false;
       return true;
     }
     case MsgId::Launch:
@@ -38,8 +50,6 @@ bool native_node(const GraphNode& n) {
       return n.type == 0;  // an empty node
   }
 }
-
-}  // namespace
 
 void Session::drop_native(GraphExec& x) {
   if (x.native) exec_.native_destroy(static_cast<int>(x.device), x.native);

@@ -354,6 +354,12 @@ class Session {
   bool launch_native(GraphExec& x, uint32_t dev, uint64_t stream);
   bool capture_native(GraphExec& x, uint32_t dev);
   void drop_native(GraphExec& x);
+  // Graphs with conditional nodes (server/graphs_cond.cc): always native, built at instantiation
+  // (and again after a change) by capturing their nodes and bodies into the backend's graph.
+  Status cond_instantiate(GraphExec& x, const Graph& g);
+  Status cond_build(GraphExec& x);
+  Status cond_capture(const GraphExec& x, const std::vector<GraphNode>& order, uint64_t graph,
+                      int depth);
   Status graph_of(uint64_t id, Graph*& g);
   void invalidate_capture(uint64_t graph);
   GraphState graphs_;

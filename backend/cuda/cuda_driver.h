@@ -78,6 +78,22 @@ struct CudaDriver {
   X(cuGraphLaunch, CUresult (*)(CUgraphExec, CUstream))                                        \
   X(cuGraphExecDestroy, CUresult (*)(CUgraphExec))                                             \
   X(cuGraphDestroy, CUresult (*)(CUgraph))                                                     \
+  X(cuGraphCreate, CUresult (*)(CUgraph*, unsigned))                                           \
+  X(cuGraphGetNodes, CUresult (*)(CUgraph, CUgraphNode*, size_t*))                             \
+  X(cuGraphDestroyNode, CUresult (*)(CUgraphNode))                                             \
+  X(cuGraphConditionalHandleCreate,                                                            \
+    CUresult (*)(CUgraphConditionalHandle*, CUgraph, CUcontext, unsigned, unsigned))           \
+  X(cuStreamBeginCaptureToGraph,                                                               \
+    CUresult (*)(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,        \
+                 CUstreamCaptureMode))                                                         \
+  X(cuStreamGetCaptureInfo_v3,                                                                 \
+    CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,                      \
+                 const CUgraphNode**, const CUgraphEdgeData**, size_t*))                       \
+  X(cuStreamUpdateCaptureDependencies_v2,                                                      \
+    CUresult (*)(CUstream, CUgraphNode*, const CUgraphEdgeData*, size_t, unsigned))            \
+  X(cuGraphAddNode_v2,                                                                         \
+    CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,    \
+                 CUgraphNodeParams*))                                                          \
   X(cuStreamWaitValue32_v2, CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))         \
   X(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr*, void*, unsigned))                 \
   X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))            \

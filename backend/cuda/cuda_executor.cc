@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_drvlibs.h"
 #include "backend/cuda/cuda_graphs3.h"
+#include "backend/cuda/cuda_graphs_cond.h"
 #include "backend/cuda/cuda_ipc.h"
 #include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/cuda_misc.h"
@@ -449,6 +450,31 @@ class CudaExecutor final : public Executor {
   void native_destroy(int dev, uint64_t exec) override {
     if (use(dev).ok()) drv_.cuGraphExecDestroy(reinterpret_cast<CUgraphExec>(exec));
   }
+  Status cond_handle_create(int dev, uint64_t& graph, uint32_t value, uint32_t flags,
+                            uint64_t& handle) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_cond_handle_create(drv_, current(dev), graph, value, flags, handle);
+  }
+  void native_graph_destroy(int dev, uint64_t graph) override {
+    if (use(dev).ok()) drv_.cuGraphDestroy(reinterpret_cast<CUgraph>(graph));
+  }
+  Status capture_into(int dev, uint64_t stream, uint64_t graph, bool empty_first) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_capture_into(drv_, cu(stream), graph, empty_first);
+  }
+  Status capture_conditional(int dev, uint64_t stream, uint64_t handle, uint32_t type,
+                             uint32_t size, std::vector<uint64_t>& bodies) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_capture_conditional(drv_, current(dev), cu(stream), handle, type, size, bodies);
+  }
+  Status capture_finish(int dev, uint64_t stream) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_capture_finish(drv_, cu(stream));
+  }
+  Status native_instantiate(int dev, uint64_t graph, uint64_t& exec) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    return cuda_native_instantiate(drv_, graph, exec);
+  }
 
   Status synchronize(int dev) override {
     if (Status s = use(dev); !s.ok()) return s;
@@ -736,6 +762,10 @@ class CudaExecutor final : public Executor {
       if (extra) drv_.cuDevicePrimaryCtxRelease_v2(dev_[dev]);
     }
     return check(drv_.cuCtxSetCurrent(c));
+  }
+  CUcontext current(int dev) {
+    std::lock_guard<std::mutex> lock(ctx_mu_);
+    return ctx_[dev];
   }
   // Stream 0 is the legacy default stream, with its implicit synchronization.
   static CUstream cu(uint64_t stream) {

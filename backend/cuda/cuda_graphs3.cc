@@ -8,12 +8,14 @@
 
 namespace rgpu::backend {
 
-namespace {
-
-Status check(const CudaDriver& drv, CUresult r) {
+Status cuda_check(const CudaDriver& drv, CUresult r) {
   if (r == CUDA_SUCCESS) return Status::success();
   return Status::fail(static_cast<CudaError>(r), drv.describe(r));
 }
+
+namespace {
+
+Status check(const CudaDriver& drv, CUresult r) { return cuda_check(drv, r); }
 
 uint64_t u32(int v) { return static_cast<uint32_t>(v); }
 

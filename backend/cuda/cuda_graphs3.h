@@ -10,6 +10,9 @@
 
 namespace rgpu::backend {
 
+// A driver result as a Status (CUresult and cudaError_t share their numbers).
+Status cuda_check(const CudaDriver& drv, CUresult r);
+
 // The caller made the stream's context current.
 Status cuda_stream_set_attribute(const CudaDriver& drv, CUstream stream, const LaunchAttribute& a);
 Status cuda_stream_get_attribute(const CudaDriver& drv, CUstream stream, LaunchAttribute& a);

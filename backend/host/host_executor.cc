@@ -21,6 +21,7 @@
 #include "backend/gate.h"
 #include "backend/host/host_arrays.h"
 #include "backend/host/host_attributes.h"
+#include "backend/host/host_cond.h"
 #include "backend/host/host_devmem.h"
 #include "backend/host/host_drvlibs.h"
 #include "backend/host/host_graphs3.h"
@@ -472,6 +473,49 @@ class HostExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(capture_mu_);
     natives_.erase(exec);
   }
+  // Conditional nodes (host_cond.h): backend graphs share the native graphs' numbering.
+  Status cond_handle_create(int, uint64_t& graph, uint32_t value, uint32_t flags,
+                            uint64_t& handle) override {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    return conds_.create_handle(graph, value, flags, handle, next_native_);
+  }
+  void native_graph_destroy(int, uint64_t graph) override { conds_.destroy_graph(graph); }
+  Status capture_into(int dev, uint64_t stream, uint64_t graph, bool empty_first) override {
+    if (!streams_[dev]->exists(stream)) return no_stream();
+    std::shared_ptr<Work> work = conds_.work_of(graph, empty_first);
+    if (!work) return Status::fail(err::InvalidValue, "no such native graph");
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    if (!capturing_.emplace(std::make_pair(dev, stream), work).second)
+      return Status::fail(err::InvalidValue, "the stream is being captured already");
+    captured_into_[{dev, stream}] = graph;
+    any_capture_.store(true, std::memory_order_release);
+    return Status::success();
+  }
+  Status capture_conditional(int dev, uint64_t stream, uint64_t handle, uint32_t type,
+                             uint32_t size, std::vector<uint64_t>& bodies) override {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    auto it = capturing_.find({dev, stream});
+    auto g = captured_into_.find({dev, stream});
+    if (it == capturing_.end() || g == captured_into_.end())
+      return Status::fail(err::InvalidValue, "the stream is not captured into a graph");
+    return conds_.add_node(g->second, *it->second, handle, type, size, bodies, next_native_);
+  }
+  Status capture_finish(int dev, uint64_t stream) override {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    if (!capturing_.erase({dev, stream}))
+      return Status::fail(err::InvalidValue, "the stream is not captured");
+    captured_into_.erase({dev, stream});
+    any_capture_.store(!capturing_.empty(), std::memory_order_release);
+    return Status::success();
+  }
+  Status native_instantiate(int dev, uint64_t graph, uint64_t& exec) override {
+    std::shared_ptr<const Work> work;
+    if (Status s = conds_.instantiate(graph, work); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    exec = next_native_++;
+    natives_[exec] = {dev, std::move(work)};
+    return Status::success();
+  }
 
   // ---- modules and kernels ----
   Status module_load(int dev, const uint8_t*, size_t, const fatbin::ModuleInfo& info,
@@ -570,6 +614,7 @@ class HostExecutor final : public Executor {
     std::shared_ptr<Module> module = k.module;
     FailSlot* fail = &fail_slots_[dev];
     HostArrays* arrays = &arrays_;
+    HostConditionals* conds = &conds_;
     Status s = submit(dev, stream, [=] {
       std::vector<void*> params(offsets.size());
       for (size_t i = 0; i < offsets.size(); ++i) params[i] = buf->data() + offsets[i];
@@ -582,6 +627,8 @@ class HostExecutor final : public Executor {
       l.fail_ctx = fail;
       l.resource = &HostArrays::resource;
       l.res_ctx = arrays;
+      l.set_conditional = &HostConditionals::set;
+      l.cond_ctx = conds;
       fn(&l, params.data());
       fflush(stdout);
     });
@@ -808,12 +855,14 @@ class HostExecutor final : public Executor {
   }();
   std::shared_mutex load_mu_;  // load_code() holds it alone; submit() shares it
   // Native graphs (capture_begin ...): capture_mu_ guards the maps, never held across a wait.
-  using Work = std::vector<std::function<void()>>;
+  using Work = HostWork;
   std::mutex capture_mu_;
   std::atomic<bool> any_capture_{false};
   std::map<std::pair<int, uint64_t>, std::shared_ptr<Work>> capturing_;
   std::map<uint64_t, std::pair<int, std::shared_ptr<const Work>>> natives_;
-  uint64_t next_native_ = 1;
+  uint64_t next_native_ = 1;  // native graphs, backend graphs and their bodies
+  std::map<std::pair<int, uint64_t>, uint64_t> captured_into_;  // capture_into's graph
+  HostConditionals conds_;
   static constexpr uint64_t kStagedCap = 64u << 20;  // bytes of staged copies not yet done
   std::mutex staged_mu_;
   std::condition_variable staged_cv_;

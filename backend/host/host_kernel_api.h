@@ -14,8 +14,8 @@ extern "C" {
    at base + z * slice + y * pitch + x * element. */
 typedef struct rgpu_host_resource {
   void* base;
-  unsigned long long pitch; /* bytes between rows */
-  unsigned long long slice; /* bytes between slices (layers) */
+  unsigned long long pitch;      /* bytes between rows */
+  unsigned long long slice;      /* bytes between slices (layers) */
   unsigned width, height, depth; /* elements, rows, slices: at least 1 each */
   unsigned element;              /* bytes per element */
   unsigned channels;
@@ -55,6 +55,9 @@ typedef struct rgpu_host_launch {
   int (*resource)(void* res_ctx, unsigned long long object, unsigned level,
                   struct rgpu_host_resource* out);
   void* res_ctx;
+  /* cudaGraphSetConditional(handle, value), for kernels of graphs with conditional nodes. */
+  void (*set_conditional)(void* cond_ctx, unsigned long long handle, unsigned value);
+  void* cond_ctx;
 } rgpu_host_launch;
 
 /* params[i] points at parameter i, as a kernel's argument list in CUDA. */

@@ -245,11 +245,23 @@ CUresult any_node(const client::NodeTarget& t, CUgraphNodeParams* p, client::Gra
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       if (t.node) break;
       return mem_free_node(t, p->free.dptr, out);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+      if (t.node) break;  // fixed at creation
+      // The node owns its body graphs; phGraph_out points at its array of them.
+      client::GraphNode* n = nullptr;
+      CUresult r = to_driver(core().graph_add_conditional(
+          t.graph, t.deps, p->conditional.handle, static_cast<unsigned>(p->conditional.type),
+          p->conditional.size, &n));
+      if (r != CUDA_SUCCESS) return r;
+      p->conditional.phGraph_out = reinterpret_cast<CUgraph*>(n->bodies.data());
+      if (out) *out = n;
+      return CUDA_SUCCESS;
+    }
     default:
       break;
   }
   LOG_WARN(
-      "rgpu: %s a graph node of type %d (setting memory alloc/free parameters, conditional, "
+      "rgpu: %s a graph node of type %d (setting memory alloc/free or conditional parameters, "
       "external semaphore, batch memory operations) is not supported",
       t.node ? "setting the parameters of" : "adding", static_cast<int>(p->type));
   return CUDA_ERROR_NOT_SUPPORTED;

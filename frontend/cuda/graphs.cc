@@ -300,6 +300,15 @@ RGPU_CU CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph g, const CUgraphNo
   client::GraphNode* out = nullptr;
   return finish(cuda_fe::any_node({graph_of(g), nodes_of(deps, n)}, p, &out), &out, node);
 }
+RGPU_CU CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* out, CUgraph g, CUcontext,
+                                                unsigned value, unsigned flags) {
+  RGPU_INIT();
+  if (!out || !g) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t h = 0;
+  CUresult r = to_driver(core().graph_cond_handle(graph_of(g), value, flags, &h));
+  if (r == CUDA_SUCCESS) *out = h;
+  return r;
+}
 #undef cuGraphAddNode
 RGPU_CU CUresult cuGraphAddNode(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, size_t n,
                                 CUgraphNodeParams* p) {

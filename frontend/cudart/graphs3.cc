@@ -372,13 +372,34 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
     }
     case cudaGraphNodeTypeMemFree:
       return cudaGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
+    case cudaGraphNodeTypeConditional: {
+      // The node owns its body graphs; phGraph_out points at its array of them.
+      const cudaConditionalNodeParams& c = p->conditional;
+      client::GraphNode* out = nullptr;
+      if (CudaError e = core().graph_add_conditional(G(graph), deps_of(deps, n), c.handle,
+                                                     static_cast<unsigned>(c.type), c.size, &out);
+          e != err::Success)
+        return ret(e);
+      *node = reinterpret_cast<cudaGraphNode_t>(out);
+      p->conditional.phGraph_out = reinterpret_cast<cudaGraph_t*>(out->bodies.data());
+      return cudaSuccess;
+    }
     default:
       LOG_WARN(
-          "rgpu: cudaGraphAddNode with a node of type %d (conditional, external semaphore) is "
-          "not supported",
+          "rgpu: cudaGraphAddNode with a node of type %d (external semaphore) is not supported",
           static_cast<int>(p->type));
       return ret(err::NotSupported);
   }
+}
+
+cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* out, cudaGraph_t graph,
+                                             unsigned value, unsigned flags) {
+  if (!out || !graph) return ret(err::InvalidValue);
+  uint64_t h = 0;
+  if (CudaError e = core().graph_cond_handle(G(graph), value, flags, &h); e != err::Success)
+    return ret(e);
+  *out = h;
+  return cudaSuccess;
 }
 
 // ---- capture into an existing graph; a capturing stream's dependencies

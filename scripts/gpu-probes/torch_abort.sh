@@ -14,8 +14,9 @@ d=$!
 trap 'kill $d 2>/dev/null; wait $d 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s $o/port ] && break; sleep 0.1; done
 export RGPU_SERVERS=127.0.0.1:$(cat $o/port) RGPU_TRANSPORT=$t
+dbg=$(command -v gdb || command -v cuda-gdb)  # the GPU machine has cuda-gdb only
 for i in 1 2 3; do
-  MALLOC_CHECK_=3 LD_LIBRARY_PATH=$PWD/$b/lib timeout 240 gdb -q -batch \
+  MALLOC_CHECK_=3 LD_LIBRARY_PATH=$PWD/$b/lib timeout 240 $dbg -q -batch \
     -ex 'handle SIGSEGV nostop noprint pass' -ex 'set pagination off' -ex run \
     -ex 'thread apply all bt 25' --args python3 "${script[@]}" >$o/gdb.$i 2>&1
   if grep -q "SIGABRT\|corrupted\|free()" $o/gdb.$i; then

@@ -320,7 +320,23 @@ void managed_gather(const rgpu_host_launch*, void** p) {
   *out = s;
 }
 
+// ---- tests/cuda/graphs_cond.cu: kernels that set conditional handles (cudaGraphSetConditional).
+void cond_countdown(const rgpu_host_launch* l, void** p) {
+  auto counter = arg<int*>(p, 0);
+  auto acc = arg<int*>(p, 1);
+  *acc += *counter;
+  if (--*counter <= 0) l->set_conditional(l->cond_ctx, arg<unsigned long long>(p, 2), 0);
+}
+void cond_set(const rgpu_host_launch* l, void** p) {
+  l->set_conditional(l->cond_ctx, arg<unsigned long long>(p, 0),
+                     static_cast<unsigned>(*arg<const int*>(p, 1)));
+}
+void cond_add(const rgpu_host_launch*, void** p) { *arg<int*>(p, 0) += arg<int>(p, 1); }
+
 const rgpu_host_kernel kKernels[] = {
+    {"cond_countdown", cond_countdown},
+    {"cond_set", cond_set},
+    {"cond_add", cond_add},
     {"coop_sum", coop_sum},
     {"chain_step", chain_step},
     {"cluster_shape", cluster_shape},

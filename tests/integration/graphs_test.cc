@@ -69,3 +69,21 @@ TEST_P(GraphsMem, AllocationsLiveAsCudaSays) {
   EXPECT_TRUE(d.alive());
 }
 INSTANTIATE_TEST_SUITE_P(Transports, GraphsMem, ::testing::Values("tcp", "shm"));
+
+// Conditional nodes: while, if/else and switch nodes set by kernels, nested, bodies captured
+// into, default values at each launch, the driver's form (tests/cuda/graphs_cond.cu).  On the
+// host backend the conditional nodes run in its recorded stream work, as on a GPU in the
+// driver's graph.
+class GraphsCond : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GraphsCond, ConditionalNodesRunTheirBodiesAsCudaSays) {
+  Daemon d({"--host-capacity", "1GiB"});
+  auto env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("graphs_cond")}, env, 60);
+  EXPECT_EQ(r.status, 0) << "stdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graphs_cond: passed"), std::string::npos) << r.out;
+  EXPECT_TRUE(d.alive());
+}
+INSTANTIATE_TEST_SUITE_P(Transports, GraphsCond, ::testing::Values("tcp", "shm"));

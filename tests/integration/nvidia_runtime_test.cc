@@ -114,6 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"device_query", "tcp"}, Case{"flood_async", "tcp", {"200", "4096"}},
         Case{"overlap", "tcp"}, Case{"graphs", "tcp"}, Case{"graphs", "shm"},
         Case{"graphs_query", "tcp"}, Case{"graphs_more", "tcp"}, Case{"graphs_mem", "tcp"},
+        Case{"graphs_cond", "tcp"}, Case{"graphs_cond", "shm"},
         // cuSOLVER's and cuSPARSE's runtimes load hundreds of modules at their first call
         Case{"nvidia_libs", "tcp", {RGPU_LIBS_MODE}, 1, 140},
         Case{"nvidia_libs", "shm", {RGPU_LIBS_MODE}, 1, 140}, Case{"vmm_runtime", "tcp"},
