@@ -1,6 +1,7 @@
 #include "server/peer_pipe.h"
 
 #include <bit>
+#include <cstdlib>
 
 #include "common/cuda_errors.h"
 
@@ -92,8 +93,24 @@ void PrivateStreams::destroy(backend::Executor& exec) {
   by_gpu.clear();
 }
 
+uint64_t peer_bytes_setting(const char* text, uint64_t fallback) {
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const unsigned long long v = strtoull(text, &end, 10);
+  uint64_t scale = 1;
+  if (*end == 'K' || *end == 'k') scale = 1u << 10;
+  if (*end == 'M' || *end == 'm') scale = 1u << 20;
+  if (end == text || v == 0 || v > (kPeerTuningMax / scale)) return fallback;
+  return v * scale;
+}
+
 uint64_t peer_chunk_bytes(uint64_t total) {
-  if (total <= kOneShot) return std::max<uint64_t>(total, 1);
+  // Tuning (scripts/gpu-peer-tune.sh): rgpud's environment may replace the one-shot limit and
+  // give every larger copy one chunk size.  Both servers of a copy must agree.
+  static const uint64_t one_shot = peer_bytes_setting(getenv("RGPU_PEER_ONESHOT"), kOneShot);
+  static const uint64_t fixed = peer_bytes_setting(getenv("RGPU_PEER_CHUNK"), 0);
+  if (total <= one_shot) return std::max<uint64_t>(total, 1);
+  if (fixed) return fixed;
   if (total <= (16u << 20)) return 1u << 20;
   return kPeerMaxChunk;
 }

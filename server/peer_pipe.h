@@ -30,7 +30,12 @@ constexpr uint64_t kPeerMaxChunk = 4u << 20;
 // Chunking by copy size.  Provisional defaults, to be set by a GPU sweep: up to 256 KiB in one
 // shot; up to 16 MiB in 1 MiB chunks; larger in 4 MiB chunks; two buffers per side (one in the
 // GPU's copy engine, one on the network).
+// RGPU_PEER_ONESHOT / RGPU_PEER_CHUNK (bytes, or with a K or M suffix; at most 64 MiB) in rgpud's
+// environment replace the one-shot limit and set one chunk size for larger copies (tuning sweeps;
+// both servers of a copy must have the same).  A malformed or zero value is ignored.
 uint64_t peer_chunk_bytes(uint64_t total);
+constexpr uint64_t kPeerTuningMax = 64u << 20;
+uint64_t peer_bytes_setting(const char* text, uint64_t fallback);
 
 // Page-locked buffers of a session (Executor::alloc_staging), by size, made on demand and kept
 // for reuse (a few per size).  Thread-safe; never holds its lock across a backend call.
