@@ -62,6 +62,15 @@ CudaError Client::graph_create(Graph** out) {
   return err::Success;
 }
 
+// A node of a conditional node's body named in an operation on an executable graph: the server
+// keeps an executable graph's bodies as they were at instantiation and does not change them.
+CudaError body_node_in_exec() {
+  LOG_ERROR(
+      "rgpu: the nodes of a conditional node's bodies cannot be changed in an executable graph "
+      "(change them in the graph and instantiate it again)");
+  return err::NotSupported;
+}
+
 namespace {
 
 // A graph that a child-graph node owns cannot be destroyed or moved elsewhere on its own, and
@@ -147,6 +156,7 @@ CudaError Client::graph_place(const NodeTarget& t, uint16_t type, std::vector<ui
   Graph* g = t.graph;
   GraphExec* x = t.exec;
   if (x && (x->link != g->link || x->gpu != g->gpu)) return err::InvalidValue;
+  if (x && g->body) return body_node_in_exec();
   GraphSetNodeReq q{g->gpu, x ? x->id : g->id, x != nullptr, t.node->id,
                     type,   std::move(body),   payload_bytes};
   iovec iov{const_cast<void*>(payload), payload_bytes};

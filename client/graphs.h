@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "common/cuda_errors.h"
+
 namespace rgpu::client {
 
 class ServerLink;
@@ -72,12 +74,21 @@ struct Graph {
       if (!n->removed && (n->kind == 10 || n->kind == 11)) return true;
     return false;
   }
+  bool has_conditional() const {
+    for (const auto& n : nodes)
+      if (!n->removed && n->kind == 13) return true;
+    return false;
+  }
   GraphNode* node(uint64_t id) const {
     return id && id <= nodes.size() ? nodes[id - 1].get() : nullptr;
   }
 };
 
 struct GraphExec;
+
+// Logs and answers a change, in an executable graph, of a node of a conditional node's body
+// (not supported: client/graphs.cc).
+CudaError body_node_in_exec();
 
 // Where a node's request goes: a new node of `graph` after `deps`, or, with `node` set, the
 // new parameters of `node` (of `graph`), in the graph itself or in executable graph `exec`.

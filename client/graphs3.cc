@@ -62,6 +62,7 @@ CudaError Client::graph_node_enable(GraphExec* x, GraphNode* n, bool enable) {
   if (!x || !n || !n->graph || !n->listed()) return err::InvalidValue;
   Graph* g = n->graph;
   if (x->link != g->link || x->gpu != g->gpu) return err::InvalidValue;
+  if (g->body) return body_node_in_exec();
   if (CudaError e =
           x->link->call<GraphNodeOpMsg>(GraphNodeOpReq{x->gpu, x->id, true, n->id, 1, enable});
       e != err::Success)
@@ -76,6 +77,7 @@ CudaError Client::graph_node_enable(GraphExec* x, GraphNode* n, bool enable) {
 CudaError Client::graph_exec_child(GraphExec* x, GraphNode* n, Graph* child) {
   if (!x || !n || !child || !n->graph || n->kind != 4) return err::InvalidValue;
   if (x->link != child->link || x->gpu != child->gpu) return err::InvalidValue;
+  if (n->graph->body) return body_node_in_exec();
   return x->link->call<GraphExecChildMsg>(
       GraphExecChildReq{x->gpu, x->id, n->child_first, n->child_count, child->id});
 }

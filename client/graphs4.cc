@@ -64,6 +64,11 @@ CudaError Client::graph_add_mem_alloc(Graph* g, const std::vector<GraphNode*>& d
     LOG_ERROR("cudaGraphAddMemAllocNode: the graph is a child graph (owned by its node)");
     return err::InvalidValue;
   }
+  if (g->has_conditional()) {
+    LOG_ERROR(
+        "cudaGraphAddMemAllocNode: rgpu does not mix conditional and memory nodes in one graph");
+    return err::NotSupported;
+  }
   if (bytes == 0) {
     LOG_ERROR("cudaGraphAddMemAllocNode: the allocation's size is 0");
     return err::InvalidValue;
@@ -84,6 +89,11 @@ CudaError Client::graph_add_mem_free(Graph* g, const std::vector<GraphNode*>& de
   if (g->owner) {
     LOG_ERROR("cudaGraphAddMemFreeNode: the graph is a child graph (owned by its node)");
     return err::InvalidValue;
+  }
+  if (g->has_conditional()) {
+    LOG_ERROR(
+        "cudaGraphAddMemFreeNode: rgpu does not mix conditional and memory nodes in one graph");
+    return err::NotSupported;
   }
   {
     std::lock_guard<std::mutex> lock(gmem_mu_);

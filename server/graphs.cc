@@ -356,9 +356,10 @@ Status Session::on(GraphAddChildMsg, const GraphAddChildReq& q, GraphNodesRep& r
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
   if (Status s = graph_of(q.child, c); !s.ok()) return s;
   if (g == c) return Status::fail(err::InvalidValue, "a graph cannot be its own child");
-  if (graph_has_conditional(*c))
+  if (graph_has_conditional(*c) || c->root)
     return Status::fail(err::InvalidValue,
-                        "a graph with conditional nodes cannot be a child graph");
+                        "a graph with conditional nodes, or a conditional node's body, cannot be a "
+                        "child graph");
   // Flattened: the child's nodes are copied in; its roots depend on `deps`.
   const Graph child = *c;
   const uint64_t base = g->nodes.size();
@@ -506,6 +507,10 @@ Status Session::on(GraphLaunchMsg, const GraphLaunchReq& q, Empty&) {
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   ++graphs_.replays;
   if (GraphExec& x = it->second; x.cond) {  // conditional nodes: only natively
+    if (x.cond_lost)
+      return Status::fail(err::InvalidValue,
+                          "the device was reset since this graph with conditional nodes was "
+                          "instantiated: its handles are gone");
     if (!x.native)
       if (Status s = cond_build(x); !s.ok()) return s;
     if (Status s = exec_.native_launch(static_cast<int>(q.device), x.native, h); !s.ok()) return s;

@@ -63,6 +63,7 @@ struct GraphExec {
   // backend graph) from `order` and the body graphs' nodes as they were at instantiation.
   std::shared_ptr<NativeGraph> cond;
   std::map<uint64_t, std::vector<GraphNode>> bodies;  // by body graph id
+  bool cond_lost = false;                             // its device was reset: its handles are gone
 };
 
 // One capture sequence: the streams taking part and, per stream, the nodes the next one

@@ -104,6 +104,10 @@ Status Session::on(GraphNodeOpMsg, const GraphNodeOpReq& q, Empty&) {
 Status Session::on(GraphExecChildMsg, const GraphExecChildReq& q, Empty&) {
   auto it = graphs_.execs.find(q.exec);
   if (it == graphs_.execs.end()) return Status::fail(err::InvalidValue, "no such executable graph");
+  if (it->second.cond)
+    return Status::fail(err::NotSupported,
+                        "rgpu does not replace child graphs in executable graphs with conditional "
+                        "nodes");
   drop_native(it->second);
   Graph* c = nullptr;
   if (Status s = graph_of(q.child, c); !s.ok()) return s;

@@ -21,8 +21,10 @@ using Status = backend::Status;
 namespace {
 
 constexpr CudaError kIllegalState = 401;
-constexpr size_t kMaxBodies = 4096;  // a switch node's bodies
-constexpr int kMaxDepth = 8;         // conditional nodes inside bodies
+constexpr size_t kMaxBodies = 4096;       // a switch node's bodies
+constexpr size_t kMaxGraphs = 1u << 16;   // as server/graphs.cc: body graphs count too
+constexpr size_t kMaxHandles = 1u << 16;  // per graph
+constexpr int kMaxDepth = 8;              // conditional nodes inside bodies
 // The session's ids of the private streams a build captures on, one per depth.
 constexpr uint64_t kCondStream = ~0ull - 16;
 
@@ -33,13 +35,18 @@ bool conditional(const GraphNode& n) {
 }  // namespace
 
 Status Session::on(GraphCondHandleMsg, const GraphCondHandleReq& q, GraphCondHandleRep& rep) {
+  if (Status s = check_device(q.device); !s.ok()) return s;
   Graph* g = nullptr;
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
-  if (g->device != q.device) return Status::fail(err::InvalidValue, "the graph is on another GPU");
   if (q.flags > 1) return Status::fail(err::InvalidValue, "bad conditional handle flags");
   Graph* root = g;
   if (g->root)
     if (Status s = graph_of(g->root, root); !s.ok()) return s;
+  if (g->device != q.device || root->device != q.device)
+    return Status::fail(err::InvalidValue, "the graph is on another GPU");
+  if (root->handles.size() >= kMaxHandles)
+    return Status::fail(err::MemoryAllocation,
+                        "a graph may have at most 65536 conditional handles");
   const int d = static_cast<int>(q.device);
   if (!root->native) root->native = std::make_shared<NativeGraph>(&exec_, d);
   if (Status s = exec_.cond_handle_create(d, root->native->id, q.value, q.flags, rep.handle);
@@ -52,6 +59,7 @@ Status Session::on(GraphCondHandleMsg, const GraphCondHandleReq& q, GraphCondHan
 Status Session::on(GraphAddCondMsg, const GraphAddCondReq& q, GraphAddNodeRep& rep) {
   Graph* g = nullptr;
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
+  if (g->device != q.device) return Status::fail(err::InvalidValue, "the graph is on another GPU");
   if (g->capturing) return Status::fail(kIllegalState, "the graph is still being captured");
   const uint64_t root_id = g->root ? g->root : q.graph;
   Graph* root = nullptr;
@@ -66,6 +74,8 @@ Status Session::on(GraphAddCondMsg, const GraphAddCondReq& q, GraphAddNodeRep& r
     return Status::fail(err::InvalidValue,
                         "a conditional node has 1 or 2 bodies (if), 1 (while) or 1 to 4096 "
                         "(switch)");
+  if (graphs_.graphs.size() + n > kMaxGraphs)
+    return Status::fail(err::MemoryAllocation, "too many graphs (65536, body graphs included)");
   std::set<uint64_t> fresh;
   for (uint64_t b : q.bodies)
     if (b == 0 || graphs_.graphs.count(b) || !fresh.insert(b).second)
@@ -88,11 +98,13 @@ Status Session::on(GraphAddCondMsg, const GraphAddCondReq& q, GraphAddNodeRep& r
 bool graph_has_conditional(const Graph& g) {
   for (const GraphNode& n : g.nodes)
     if (conditional(n)) return true;
-  return !g.handles.empty();
+  return false;
 }
 
 Status Session::cond_instantiate(GraphExec& x, const Graph& g) {
   if (!g.native) return Status::fail(err::InvalidValue, "the graph has no conditional handles");
+  if (g.native->device != static_cast<int>(x.device))
+    return Status::fail(err::InvalidValue, "the graph's handles belong to another GPU");
   x.cond = g.native;
   // The bodies' nodes as they are now, nested bodies too.
   std::vector<const std::vector<GraphNode>*> todo{&x.order};
@@ -157,8 +169,14 @@ Status Session::cond_capture(const GraphExec& x, const std::vector<GraphNode>& o
         std::vector<uint64_t> made;
         s = exec_.capture_conditional(d, h, c.handle, c.type,
                                       static_cast<uint32_t>(c.bodies.size()), made);
-        for (size_t i = 0; s.ok() && i < c.bodies.size(); ++i)
-          s = cond_capture(x, x.bodies.at(c.bodies[i]), made.at(i), depth + 1);
+        if (s.ok() && made.size() != c.bodies.size())
+          s = Status::fail(err::InvalidValue, "the backend made another number of bodies");
+        for (size_t i = 0; s.ok() && i < c.bodies.size(); ++i) {
+          auto body = x.bodies.find(c.bodies[i]);
+          s = body == x.bodies.end()
+                  ? Status::fail(err::InvalidValue, "a conditional node's body graph is unknown")
+                  : cond_capture(x, body->second, made[i], depth + 1);
+        }
       }
       if (!s.ok()) break;
     }

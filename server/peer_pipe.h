@@ -27,9 +27,9 @@ struct PeerRows {
 // The largest chunk: reserving two buffers of it serves every copy.
 constexpr uint64_t kPeerMaxChunk = 4u << 20;
 
-// Chunking by copy size.  Provisional defaults, to be set by a GPU sweep: up to 256 KiB in one
-// shot; up to 16 MiB in 1 MiB chunks; larger in 4 MiB chunks; two buffers per side (one in the
-// GPU's copy engine, one on the network).
+// Chunking by copy size: up to 256 KiB in one shot; up to 16 MiB in 1 MiB chunks; larger in
+// 4 MiB chunks; two buffers per side (one in the GPU's copy engine, one on the network).  A GPU
+// sweep (scripts/gpu-peer-tune.sh, docs/benchmarks.md) found nothing better beyond its noise.
 // RGPU_PEER_ONESHOT / RGPU_PEER_CHUNK (bytes, or with a K or M suffix; at most 64 MiB) in rgpud's
 // environment replace the one-shot limit and set one chunk size for larger copies (tuning sweeps;
 // both servers of a copy must have the same).  A malformed or zero value is ignored.

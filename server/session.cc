@@ -496,7 +496,10 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   if (pools_) pools_->forget_device(q.device);
   allocs_[dev].clear();
   for (auto& [id, x] : graphs_.execs)  // native graphs go with the context: let them go first
-    if (x.device == q.device) drop_native(x);
+    if (x.device == q.device) {
+      drop_native(x);
+      x.cond_lost = x.cond != nullptr;
+    }
   unload_modules(dev);
   for (auto* objects : {&streams_, &events_})
     for (auto it = objects->begin(); it != objects->end();)

@@ -39,7 +39,9 @@ Status Session::event_of(uint32_t dev, uint64_t id, uint64_t& handle) const {
 
 Status Session::on(StreamCreateMsg, const StreamCreateReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  if (q.id == 0 || streams_.count(q.id)) return Status::fail(err::InvalidValue, "bad stream id");
+  // The top 64 ids are the session's private streams (native graph builds).
+  if (q.id == 0 || q.id >= ~0ull - 63 || streams_.count(q.id))
+    return Status::fail(err::InvalidValue, "bad stream id");
   if (config_.max_streams && streams_.size() >= config_.max_streams)
     return Status::fail(err::MemoryAllocation,
                         "this client already has " + std::to_string(streams_.size()) +

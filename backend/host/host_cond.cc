@@ -24,8 +24,10 @@ Status HostConditionals::create_handle(uint64_t& graph, uint32_t value, uint32_t
   c->initial = value;
   c->flags = flags;
   handle = (0xc0d0ull << 48) | next_handle_++;
+  if (next_handle_ % 1024 == 0)
+    std::erase_if(conds_, [](const auto& e) { return e.second.expired(); });
   conds_[handle] = c;
-  g->second.handles.push_back(handle);
+  g->second.conds.push_back(c);
   return Status::success();
 }
 
@@ -44,8 +46,7 @@ void HostConditionals::destroy_graph(uint64_t graph) {
   auto it = graphs_.find(graph);
   if (it == graphs_.end()) return;
   drop_bodies(it->second);
-  for (uint64_t h : it->second.handles) conds_.erase(h);
-  graphs_.erase(it);
+  graphs_.erase(it);  // its handles stay known while queued work holds them
 }
 
 std::shared_ptr<HostWork> HostConditionals::work_of(uint64_t graph, bool empty_first) {
@@ -65,7 +66,8 @@ Status HostConditionals::add_node(uint64_t graph, HostWork& work, uint64_t handl
   std::lock_guard<std::mutex> lock(mu_);
   auto g = graphs_.find(graph);
   auto c = conds_.find(handle);
-  if (g == graphs_.end() || c == conds_.end())
+  std::shared_ptr<Cond> cond = c == conds_.end() ? nullptr : c->second.lock();
+  if (g == graphs_.end() || !cond)
     return Status::fail(err::InvalidValue, "no such conditional handle");
   std::vector<std::shared_ptr<const HostWork>> works;
   bodies.clear();
@@ -76,7 +78,6 @@ Status HostConditionals::add_node(uint64_t graph, HostWork& work, uint64_t handl
     g = graphs_.find(graph);
     g->second.bodies.push_back(id);
   }
-  std::shared_ptr<Cond> cond = c->second;
   work.push_back([cond, type, works] {
     const uint32_t v = cond->value.load();
     switch (type) {
@@ -103,9 +104,8 @@ Status HostConditionals::instantiate(uint64_t graph, std::shared_ptr<const HostW
   if (g == graphs_.end()) return Status::fail(err::InvalidValue, "no such native graph");
   auto w = std::make_shared<HostWork>();
   std::vector<std::shared_ptr<Cond>> reset;
-  for (uint64_t h : g->second.handles)
-    if (auto c = conds_.find(h); c != conds_.end() && (c->second->flags & 1))
-      reset.push_back(c->second);
+  for (const auto& c : g->second.conds)
+    if (c->flags & 1) reset.push_back(c);
   w->push_back([reset] {
     for (const auto& c : reset) c->value = c->initial;
   });
@@ -120,7 +120,7 @@ void HostConditionals::set(void* ctx, unsigned long long handle, unsigned value)
   {
     std::lock_guard<std::mutex> lock(self->mu_);
     auto it = self->conds_.find(handle);
-    if (it != self->conds_.end()) c = it->second;
+    if (it != self->conds_.end()) c = it->second.lock();
   }
   if (c) c->value = value;
 }

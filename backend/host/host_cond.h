@@ -44,13 +44,15 @@ class HostConditionals {
   };
   struct Graph {
     std::shared_ptr<HostWork> work = std::make_shared<HostWork>();
-    std::vector<uint64_t> handles;
+    std::vector<std::shared_ptr<Cond>> conds;
     std::vector<uint64_t> bodies;
   };
   void drop_bodies(Graph& g);  // mu_ held
   std::mutex mu_;              // never held across a wait or a kernel
   std::map<uint64_t, Graph> graphs_;
-  std::map<uint64_t, std::shared_ptr<Cond>> conds_;
+  // A handle stays known while its graph or any recorded work using it (a launch still queued
+  // after its graph and executable graph went) holds it.
+  std::map<uint64_t, std::weak_ptr<Cond>> conds_;
   uint64_t next_handle_ = 1;
 };
 

@@ -248,6 +248,61 @@ int main() {
     EXPECT_OK(cudaGraphDestroy(g));
   }
 
+  // 6. Rebuilds: a graph instantiated again after its first executable graph went, a kernel
+  // node's parameters changed in the executable graph, and a launch whose executable graph and
+  // graph are destroyed before the stream reached it.
+  {
+    cudaGraph_t g;
+    REQUIRE_OK(cudaGraphCreate(&g, 0));
+    cudaGraphConditionalHandle h;
+    EXPECT_OK(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
+    int one = 1;
+    void* add_args[] = {&out, &one};
+    cudaGraphNode_t first =
+        add_kernel(g, nullptr, 0, reinterpret_cast<const void*>(cond_add), add_args);
+    cudaGraph_t body;
+    add_cond(g, &first, 1, h, cudaGraphCondTypeWhile, 1, &body);
+    void* args[] = {&counter, &acc, &h};
+    add_kernel(body, nullptr, 0, reinterpret_cast<const void*>(cond_countdown), args);
+    for (int round = 0; round < 2; ++round) {
+      write_int(out, 0);
+      write_int(acc, 0);
+      write_int(counter, 4);
+      cudaGraphExec_t x;
+      EXPECT_OK(cudaGraphInstantiate(&x, g, 0));
+      EXPECT_OK(cudaGraphLaunch(x, s));
+      EXPECT_OK(cudaStreamSynchronize(s));
+      EXPECT_TRUE(read_int(out) == 1 && read_int(acc) == 10,
+                  round ? "instantiated again: the loop ran 4 times" : "the loop ran 4 times");
+      EXPECT_OK(cudaGraphExecDestroy(x));
+    }
+    cudaGraphExec_t x;
+    EXPECT_OK(cudaGraphInstantiate(&x, g, 0));
+    int seven = 7;
+    void* seven_args[] = {&out, &seven};
+    cudaKernelNodeParams k{};
+    k.func = reinterpret_cast<void*>(cond_add);
+    k.gridDim = dim3(1);
+    k.blockDim = dim3(1);
+    k.kernelParams = seven_args;
+    EXPECT_OK(cudaGraphExecKernelNodeSetParams(x, first, &k));
+    write_int(out, 0);
+    write_int(acc, 0);
+    write_int(counter, 2);
+    EXPECT_OK(cudaGraphLaunch(x, s));
+    EXPECT_OK(cudaStreamSynchronize(s));
+    EXPECT_TRUE(read_int(out) == 7 && read_int(acc) == 3,
+                "a kernel node changed in the executable graph, the loop around it intact");
+    write_int(acc, 0);
+    write_int(counter, 3);
+    EXPECT_OK(cudaGraphLaunch(x, s));
+    EXPECT_OK(cudaGraphExecDestroy(x));
+    EXPECT_OK(cudaGraphDestroy(g));
+    EXPECT_OK(cudaStreamSynchronize(s));
+    EXPECT_TRUE(read_int(acc) == 6 && read_int(counter) == 0,
+                "a launch outlives its executable graph and graph");
+  }
+
   cudaFree(counter);
   cudaFree(acc);
   cudaFree(sel);
