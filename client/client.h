@@ -321,10 +321,13 @@ class Client {
   CudaError graph_exec_destroy(GraphExec* e);
   CudaError graph_launch(GraphExec* e, const Stream& s);
   CudaError capture_begin(const Stream& s, unsigned mode);
+  // `out` null: allowed for a capture into an existing graph (cudaStreamBeginCaptureToGraph), as
+  // CUDA programs do; a fresh capture's graph is then destroyed and the call fails.
   CudaError capture_end(const Stream& s, Graph** out);
   // status: 0 none, 1 active, 2 invalidated.
   CudaError capture_info(const Stream& s, unsigned* status, unsigned long long* sequence,
-                         Graph** graph);
+                         Graph** graph,
+                         std::vector<GraphNode*>* deps = nullptr);
   // ---- graphs3 (client/graphs3.cc): stream attributes, node removal and enabling, child graphs
   // Stream attribute `a.id` (cudaStreamAttrID): set it (op 0), read it into `a` (op 1), or copy
   // every attribute of `src` onto `s` (op 2).  Values encoded as launch attributes'.

@@ -447,8 +447,9 @@ CudaError Client::capture_begin(const Stream& s, unsigned mode) {
   return err::Success;
 }
 
-CudaError Client::capture_end(const Stream& s, Graph** out) {
-  if (!out) return err::InvalidValue;
+CudaError Client::capture_end(const Stream& s, Graph** given) {
+  Graph* unused = nullptr;
+  Graph** out = given ? given : &unused;
   ServerLink* l = nullptr;
   if (CudaError e = graph_link(s.device, &l); e != err::Success) return e;
   GraphEndCaptureRep rep;
@@ -483,12 +484,17 @@ CudaError Client::capture_end(const Stream& s, Graph** out) {
   adopt(g, rep.nodes);
   for (const auto& n : g->nodes)  // captured memory nodes (client/graphs4.cc)
     if (n->alloc || n->free_ptr) n->kind = n->alloc ? 10 : 11;
+  if (!given && !into) {  // nobody would ever own it
+    graph_destroy(g);
+    return err::InvalidValue;
+  }
   *out = g;
   return err::Success;
 }
 
 CudaError Client::capture_info(const Stream& s, unsigned* status, unsigned long long* sequence,
-                               Graph** graph) {
+                               Graph** graph, std::vector<GraphNode*>* deps) {
+  if (deps) deps->clear();
   if (s.id == 0) {
     if (status) *status = 0;
     return err::Success;
@@ -502,10 +508,23 @@ CudaError Client::capture_info(const Stream& s, unsigned* status, unsigned long 
     return e;
   if (status) *status = rep.status;
   if (sequence) *sequence = rep.sequence;
-  if (graph) {
+  if (graph || deps) {
     std::lock_guard<std::mutex> lock(graphs_mu_);
     auto it = capturing_.find({l, rep.graph});
-    *graph = it == capturing_.end() ? nullptr : it->second;
+    Graph* g = it == capturing_.end() ? nullptr : it->second;
+    if (graph) *graph = g;
+    // Handles of the nodes the stream's next node will depend on (so that a node added to the
+    // capture's graph can follow them): the client learns the rest of the captured nodes at
+    // cudaStreamEndCapture.
+    if (g && deps)
+      for (uint64_t id : rep.deps) {
+        if (id == 0 || id > (1u << 20)) continue;
+        while (g->nodes.size() < id) g->nodes.push_back(std::make_unique<GraphNode>());
+        GraphNode* n = g->nodes[id - 1].get();
+        n->graph = g;
+        n->id = id;
+        deps->push_back(n);
+      }
   }
   return err::Success;
 }

@@ -60,7 +60,8 @@ Status Session::on(GraphAddCondMsg, const GraphAddCondReq& q, GraphAddNodeRep& r
   Graph* g = nullptr;
   if (Status s = graph_of(q.graph, g); !s.ok()) return s;
   if (g->device != q.device) return Status::fail(err::InvalidValue, "the graph is on another GPU");
-  if (g->capturing) return Status::fail(kIllegalState, "the graph is still being captured");
+  // A graph being captured takes it too (cudaStreamGetCaptureInfo, cudaGraphAddNode,
+  // cudaStreamUpdateCaptureDependencies): its id follows the nodes captured so far.
   const uint64_t root_id = g->root ? g->root : q.graph;
   Graph* root = nullptr;
   if (Status s = graph_of(root_id, root); !s.ok()) return s;

@@ -51,10 +51,10 @@ CUresult begin_capture_to(CUstream st, CUgraph g, const CUgraphNode* deps,
 CUresult end_capture(CUstream st, CUgraph* out, bool pt) {
   client::Stream s;
   if (CUresult r = with_stream(st, pt, &s); r != CUDA_SUCCESS) return r;
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
   client::Graph* g = nullptr;
-  CUresult r = to_driver(core().capture_end(s, &g));
-  *out = cu(g);
+  CUresult r =
+      to_driver(core().capture_end(s, out ? &g : nullptr));  // null: a capture into a graph
+  if (out) *out = cu(g);
   return r;
 }
 CUresult capture_info(CUstream st, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
@@ -66,15 +66,21 @@ CUresult capture_info(CUstream st, CUstreamCaptureStatus* status, cuuint64_t* id
   unsigned state = 0;
   unsigned long long seq = 0;
   client::Graph* g = nullptr;
-  if (CUresult r = to_driver(core().capture_info(s, &state, &seq, &g)); r != CUDA_SUCCESS) return r;
+  std::vector<client::GraphNode*> nodes;
+  if (CUresult r = to_driver(core().capture_info(s, &state, &seq, &g, &nodes)); r != CUDA_SUCCESS)
+    return r;
   *status = static_cast<CUstreamCaptureStatus>(state);
   if (id) *id = seq;
   if (graph) *graph = cu(g);
-  // The nodes of a capture in progress are the server's until the capture ends: no dependency
-  // handles are reported (docs/compatibility.md).
-  if (deps) *deps = nullptr;
-  if (edges) *edges = nullptr;
-  if (count) *count = 0;
+  // The arrays stay valid until this thread's next query (CUDA: until the next capture call).
+  thread_local std::vector<CUgraphNode> handles;
+  thread_local std::vector<CUgraphEdgeData> edge_data;
+  handles.clear();
+  for (client::GraphNode* n : nodes) handles.push_back(reinterpret_cast<CUgraphNode>(n));
+  edge_data.assign(handles.size(), CUgraphEdgeData{});
+  if (deps) *deps = handles.empty() ? nullptr : handles.data();
+  if (edges) *edges = edge_data.empty() ? nullptr : edge_data.data();
+  if (count) *count = handles.size();
   return CUDA_SUCCESS;
 }
 CUresult update_deps(CUstream st, CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,

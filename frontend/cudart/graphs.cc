@@ -57,14 +57,19 @@ cudaError_t capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status,
   if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
   unsigned st = 0;
   client::Graph* g = nullptr;
-  if (CudaError e = core().capture_info(s, &st, id, &g); e != err::Success) return ret(e);
+  std::vector<client::GraphNode*> nodes;
+  if (CudaError e = core().capture_info(s, &st, id, &g, &nodes); e != err::Success) return ret(e);
   *status = static_cast<cudaStreamCaptureStatus>(st);
   if (graph) *graph = H(g);
-  // The nodes of a capture in progress are the server's until the capture ends: rgpu reports no
-  // dependency handles (docs/compatibility.md).
-  if (deps) *deps = nullptr;
-  if (edges) *edges = nullptr;
-  if (count) *count = 0;
+  // The arrays stay valid until this thread's next query (CUDA: until the next capture call).
+  thread_local std::vector<cudaGraphNode_t> handles;
+  thread_local std::vector<cudaGraphEdgeData> edge_data;
+  handles.clear();
+  for (client::GraphNode* n : nodes) handles.push_back(H(n));
+  edge_data.assign(handles.size(), cudaGraphEdgeData{});
+  if (deps) *deps = handles.empty() ? nullptr : handles.data();
+  if (edges) *edges = edge_data.empty() ? nullptr : edge_data.data();
+  if (count) *count = handles.size();
   return cudaSuccess;
 }
 
@@ -80,12 +85,11 @@ cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool 
   return ret(core().capture_begin(s, static_cast<unsigned>(mode)));
 }
 cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool pt) {
-  if (!graph) return ret(err::InvalidValue);
   client::Stream s;
   if (CudaError e = stream_arg(stream, pt, &s); e != err::Success) return ret(e);
   client::Graph* g = nullptr;
-  CudaError e = core().capture_end(s, &g);
-  *graph = H(g);
+  CudaError e = core().capture_end(s, graph ? &g : nullptr);  // null: a capture into a graph
+  if (graph) *graph = H(g);
   return ret(e);
 }
 }  // namespace

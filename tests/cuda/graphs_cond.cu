@@ -303,6 +303,56 @@ int main() {
                 "a launch outlives its executable graph and graph");
   }
 
+  // 7. A conditional node added to a graph while it is being captured (cudaStreamGetCaptureInfo,
+  // cudaGraphAddNode, cudaStreamUpdateCaptureDependencies), its body captured on another stream
+  // and ended with a null graph, as CUDA's samples do; launched on the legacy stream.
+  {
+    cudaStream_t outer, inner;
+    REQUIRE_OK(cudaStreamCreate(&outer));
+    REQUIRE_OK(cudaStreamCreate(&inner));
+    EXPECT_OK(cudaStreamBeginCapture(outer, cudaStreamCaptureModeGlobal));
+    cond_add<<<1, 1, 0, outer>>>(out, 1);
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaGraph_t g = nullptr;
+    const cudaGraphNode_t* deps = nullptr;
+    size_t n = 0;
+    EXPECT_OK(cudaStreamGetCaptureInfo(outer, &st, nullptr, &g, &deps, nullptr, &n));
+    EXPECT_TRUE(st == cudaStreamCaptureStatusActive && g && n == 1 && deps,
+                "the capture's graph and the node its next node depends on");
+    cudaGraphConditionalHandle h = 0;
+    EXPECT_OK(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams p{};
+    p.type = cudaGraphNodeTypeConditional;
+    p.conditional.handle = h;
+    p.conditional.type = cudaGraphCondTypeWhile;
+    p.conditional.size = 1;
+    cudaGraphNode_t node = nullptr;
+    EXPECT_OK(cudaGraphAddNode(&node, g, deps, nullptr, n, &p));
+    EXPECT_OK(cudaStreamBeginCaptureToGraph(inner, p.conditional.phGraph_out[0], nullptr, nullptr,
+                                            0, cudaStreamCaptureModeRelaxed));
+    cond_countdown<<<1, 1, 0, inner>>>(counter, acc, h);
+    EXPECT_OK(cudaStreamEndCapture(inner, nullptr));
+    EXPECT_OK(cudaStreamUpdateCaptureDependencies(outer, &node, nullptr, 1,
+                                                  cudaStreamSetCaptureDependencies));
+    cond_add<<<1, 1, 0, outer>>>(out, 100);
+    cudaGraph_t captured = nullptr;
+    EXPECT_OK(cudaStreamEndCapture(outer, &captured));
+    EXPECT_TRUE(captured == g, "the capture ends with the graph the node was added to");
+    cudaGraphExec_t x;
+    EXPECT_OK(cudaGraphInstantiate(&x, captured, 0));
+    write_int(out, 0);
+    write_int(acc, 0);
+    write_int(counter, 3);
+    EXPECT_OK(cudaGraphLaunch(x, 0));
+    EXPECT_OK(cudaDeviceSynchronize());
+    EXPECT_TRUE(read_int(out) == 101 && read_int(acc) == 6 && read_int(counter) == 0,
+                "a loop added during capture runs between the captured kernels");
+    EXPECT_OK(cudaGraphExecDestroy(x));
+    EXPECT_OK(cudaGraphDestroy(captured));
+    cudaStreamDestroy(inner);
+    cudaStreamDestroy(outer);
+  }
+
   cudaFree(counter);
   cudaFree(acc);
   cudaFree(sel);
