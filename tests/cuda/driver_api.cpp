@@ -365,7 +365,9 @@ int main() {
   EXPECT_OK(cuKernelGetFunction(&kf, k));
   std::vector<float> fl(256);
   for (int i = 0; i < 256; ++i) fl[i] = static_cast<float>(i);
-  cuMemcpyHtoD(d1, fl.data(), 256 * sizeof(float));
+  // On `s` too: a synchronous copy runs on the legacy stream, which a non-blocking stream does not
+  // wait for (through rgpu a small one may return before it is done; seen under load in CI).
+  cuMemcpyHtoDAsync(d1, fl.data(), 256 * sizeof(float), s);
   float factor = 2.0f;
   int cnt = 256;
   void* kargs[] = {&d1, &factor, &cnt};
