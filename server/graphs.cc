@@ -23,7 +23,6 @@ constexpr CudaError kCaptureUnmatched = 903;
 constexpr CudaError kCaptureUnjoined = 904;
 constexpr CudaError kCaptureIsolation = 905;
 constexpr CudaError kGraphExecUpdateFailure = 910;
-constexpr size_t kMaxGraphs = 1u << 16;
 constexpr size_t kMaxNodes = 1u << 20;  // per graph
 // Host callbacks of replays: bit 63 tells the client the callback belongs to a graph and stays
 // registered; bits 40..62 number the replay, bits 0..39 are the client's callback id.

@@ -5,6 +5,7 @@
 // edge, on the launch's stream.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,6 +14,9 @@
 #include "backend/executor.h"
 
 namespace rgpu::server {
+
+// A session holds at most this many graphs, conditional nodes' body graphs included.
+constexpr size_t kMaxGraphs = 1u << 16;
 
 struct GraphNode {
   uint64_t id = 0;    // the graph's own numbering: 1, 2, ...

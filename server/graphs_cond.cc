@@ -22,7 +22,6 @@ namespace {
 
 constexpr CudaError kIllegalState = 401;
 constexpr size_t kMaxBodies = 4096;       // a switch node's bodies
-constexpr size_t kMaxGraphs = 1u << 16;   // as server/graphs.cc: body graphs count too
 constexpr size_t kMaxHandles = 1u << 16;  // per graph
 constexpr int kMaxDepth = 8;              // conditional nodes inside bodies
 // The session's ids of the private streams a build captures on, one per depth.
