@@ -249,6 +249,11 @@ void peer(size_t max_bytes) {
   check(cudaMallocHost(&host, max_bytes), "cudaMallocHost");
   check(cudaSetDevice(1), "cudaSetDevice(1)");
   check(cudaMalloc(&b, max_bytes), "cudaMalloc on device 1");
+  // Natively, the GPUs' direct path where they have one (as a program that cares enables it);
+  // devices of two servers through rgpu cannot access each other (0), and copy regardless.
+  int can = 0;
+  check(cudaDeviceCanAccessPeer(&can, 1, 0), "cudaDeviceCanAccessPeer");
+  if (can) check(cudaDeviceEnablePeerAccess(0, 0), "cudaDeviceEnablePeerAccess");
   bool peer_ok = true;
   cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, 4);
   if (e == cudaErrorNotSupported) {

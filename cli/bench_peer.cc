@@ -1,7 +1,7 @@
 // rgpu bench --peer: copies between GPUs of two servers (devices 0 and 1 of RGPU_SERVERS), in one
 // run: cudaMemcpyPeer (server to server), the relay through this client (device 0 -> host ->
 // device 1), and the raw link (a TCP stream between two processes to the second server's address,
-// when that address is on this machine).
+// when that address is on this machine), and native cudaMemcpyPeer when this machine has two GPUs.
 #include "cli/bench_peer.h"
 
 #include <sys/wait.h>
@@ -219,29 +219,47 @@ int bench_peer(const std::string& worker, const char* lib_dir, uint64_t max_byte
   fprintf(stderr, "rgpu bench --peer: %s -> %s through rgpu...\n", devices[0].text.c_str(),
           devices[1].text.c_str());
   const bool worker_ok = run_worker(worker, lib_dir, max_bytes, peer, relay, unsupported, device);
+  // Native cudaMemcpyPeer between this machine's GPUs 0 and 1 (peer access enabled where the
+  // GPUs allow it), when it has two: the reference for daemons on one machine.
+  Rows native, native_relay;
+  if (access("/dev/nvidiactl", F_OK) == 0) {
+    fprintf(stderr, "rgpu bench --peer: native cudaMemcpyPeer (this machine's GPUs 0 and 1)...\n");
+    const char* root = getenv("RGPU_CUDA_ROOT");
+    const std::string native_lib = std::string(root ? root : "/usr/local/cuda") + "/lib64";
+    bool native_unsupported = false;
+    std::string native_device;
+    if (!run_worker(worker, native_lib.c_str(), max_bytes, native, native_relay, native_unsupported,
+                    native_device))
+      native.clear();
+  }
   fprintf(stderr, "rgpu bench --peer: raw TCP stream to %s...\n", devices[1].host.c_str());
   const bool link_ok = measure_link(devices[1].host, max_bytes, link, link_why);
 
   printf("\nrgpu bench --peer — %s -> %s (%s)\n", devices[0].text.c_str(), devices[1].text.c_str(),
          device.empty() ? "?" : device.c_str());
-  printf("bandwidth:\n%-9s %14s %14s %14s %11s %10s %11s\n", "bytes", "peer copy", "relay (client)",
-         "raw link", "peer/relay", "peer/link", "relay/link");
+  printf("bandwidth:\n%-9s %14s %14s %14s %14s %11s %10s %11s %12s\n", "bytes", "peer copy",
+         "relay (client)", "raw link", "native peer", "peer/relay", "peer/link", "relay/link",
+         "peer/native");
   for (uint64_t b = 4; b <= max_bytes; b *= 4)
-    printf("%-9s %14s %14s %14s %11s %10s %11s\n", human(b).c_str(),
+    printf("%-9s %14s %14s %14s %14s %11s %10s %11s %12s\n", human(b).c_str(),
            unsupported ? "not supported" : gbs(peer, b).c_str(), gbs(relay, b).c_str(),
-           gbs(link, b).c_str(), ratio(peer, relay, b, false).c_str(),
-           ratio(peer, link, b, false).c_str(), ratio(relay, link, b, false).c_str());
-  printf("latency (one copy, median):\n%-9s %14s %14s %14s %11s %10s %11s\n", "bytes", "peer copy",
-         "relay (client)", "raw link", "peer/relay", "peer/link", "relay/link");
+           gbs(link, b).c_str(), gbs(native, b).c_str(), ratio(peer, relay, b, false).c_str(),
+           ratio(peer, link, b, false).c_str(), ratio(relay, link, b, false).c_str(),
+           ratio(peer, native, b, false).c_str());
+  printf("latency (one copy, median):\n%-9s %14s %14s %14s %14s %11s %10s %11s %12s\n", "bytes",
+         "peer copy", "relay (client)", "raw link", "native peer", "peer/relay", "peer/link",
+         "relay/link", "peer/native");
   for (uint64_t b = 4; b <= max_bytes && b <= (64u << 10); b *= 4)
-    printf("%-9s %14s %14s %14s %11s %10s %11s\n", human(b).c_str(),
+    printf("%-9s %14s %14s %14s %14s %11s %10s %11s %12s\n", human(b).c_str(),
            unsupported ? "not supported" : us(peer, b).c_str(), us(relay, b).c_str(),
-           us(link, b).c_str(), ratio(peer, relay, b, true).c_str(),
-           ratio(peer, link, b, true).c_str(), ratio(relay, link, b, true).c_str());
+           us(link, b).c_str(), us(native, b).c_str(), ratio(peer, relay, b, true).c_str(),
+           ratio(peer, link, b, true).c_str(), ratio(relay, link, b, true).c_str(),
+           ratio(peer, native, b, true).c_str());
   if (unsupported)
     printf("note: peer copy: not supported by these servers (cudaErrorNotSupported)\n");
   if (!link_ok) printf("note: raw link: %s\n", link_why.c_str());
-  if (!json.empty()) write_json(json, {{"peer", &peer}, {"relay", &relay}, {"link", &link}});
+  if (!json.empty())
+    write_json(json, {{"peer", &peer}, {"relay", &relay}, {"link", &link}, {"native", &native}});
   // The relay must work, and the raw link wherever it could be measured (an address of this
   // machine); the peer copy may be unsupported.
   const bool link_local = link_why.empty() || link_why.rfind("cannot listen", 0) != 0;

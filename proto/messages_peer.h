@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "proto/wire.h"
 
@@ -112,6 +113,48 @@ struct PeerReadReq {
   uint64_t size = 0;
   RGPU_FIELDS(offset, size)
 };
+// Active -> passive, once per plain link, when the passive's Hello named it: `host` is the active
+// rgpud's machine (its boot id).  On the same machine (and backend that can share GPU memory,
+// CUDA IPC) the passive answers the name of a unix socket (abstract, random) it listens on for
+// one connection that must show `nonce` first; over that socket it then hands the active server
+// descriptors of the memory of later copies (PeerIpcMap), and the copies become the GPUs' own
+// device-to-device DMA.  Refused: the link copies through staging buffers, as before.
+struct PeerIpcOpenReq {
+  std::string host;
+  RGPU_FIELDS(host)
+};
+struct PeerIpcOpenRep {
+  std::string socket;  // abstract unix socket name (without its leading NUL)
+  PeerSecret nonce{};
+  RGPU_FIELDS(socket, nonce)
+};
+// Active -> passive, after a PeerBegin, on a link with a unix socket: the begun copy's rows as
+// memory the active server maps.  `ipc` 0: not shareable (the copy goes on with PeerRead or
+// PeerWrite); 1: the rows lie at `offset` into the export of `size` bytes at `base` (on the
+// copy's GPU there; backend kind `kind`), whose descriptor came over the unix socket just now
+// when `fd_follows` is 1, and which the active server holds already otherwise.  `drops`: exports
+// (triples importer, device, base) whose memory has left the passive server (freed): the active
+// server unmaps them.  The copy ends with PeerIpcDone once the active server's DMA completed.
+// An error reply: the copy fails (its PeerBegin's refusal).
+struct PeerIpcMapReq {
+  uint32_t importer = 0;         // the active server's GPU that maps the memory
+  std::vector<uint64_t> forget;  // exports the active server unmapped on its own (as `drops`)
+  RGPU_FIELDS(importer, forget)
+};
+struct PeerIpcMapRep {
+  uint32_t ipc = 0;
+  uint32_t fd_follows = 0;
+  uint32_t kind = 0;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+  std::vector<uint64_t> drops;
+  RGPU_FIELDS(ipc, fd_follows, kind, base, size, offset, drops)
+};
+// Active -> passive (asynchronous): the copy PeerIpcMap mapped has completed.
+using PeerIpcDoneReq = Empty;
+using PeerIpcDoneRep = Empty;
+
 // PeerWrite: `size` bytes follow, to be written at `offset` (asynchronous: errors come back at
 // PeerFinish).  PeerRead: the bytes come back as AsyncData frames (offsets relative to the
 // request's), then the reply.  PeerFinish: every write has reached the GPU.

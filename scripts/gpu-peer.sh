@@ -2,11 +2,14 @@
 # Copies between GPUs of different servers on a machine with two GPUs: one rgpud per GPU
 # (`--gpus 0`, `--gpus 1`, and a third on GPU 0), tests/cuda/peer_copies and cross_waits through
 # them (every pair, sync/async, 2-D, stream order), then `rgpu bench --peer` (cross-server copy vs
-# relay through the client vs a raw TCP stream) and native cudaMemcpyPeer for reference.
+# relay through the client vs a raw TCP stream vs native cudaMemcpyPeer), once as the daemons run
+# by default (on one machine they map each other's memory: server/peer_ipc.h) and once through
+# the staging pipeline over TCP (RGPU_PEER_IPC=0).
 # A program still running after its limit has its stacks and the sessions' taken (cuda-gdb) into
 # the logs tarball before it is killed.
 #   scripts/gpu-peer.sh [BUILD_DIR]        (after scripts/gpu-e2e.sh or gpu-torch.sh built it)
-# RGPU_PEER_LIMIT: seconds per test program (240); RGPU_PEER_MAX: bench's largest copy (1G).
+# RGPU_PEER_LIMIT: seconds per test program (240); RGPU_PEER_MAX: bench's largest copy (1G);
+# RGPU_PEER_PIPE_MAX: the pipeline bench's (256M).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 b=${1:-build-gpu}
@@ -14,7 +17,7 @@ o=$(mktemp -d)
 pids=()
 trap 'kill ${pids[*]} 2>/dev/null; wait 2>/dev/null' EXIT
 start() {  # name gpus
-  $b/server/rgpud --backend cuda --gpus $2 --listen 127.0.0.1:0 --port-file $o/$1.port 2>$o/$1.log &
+  RGPU_LOG=${RGPU_LOG:-info} $b/server/rgpud --backend cuda --gpus $2 --listen 127.0.0.1:0 --port-file $o/$1.port 2>$o/$1.log &
   pids+=($!)
 }
 start a 0; start b 1; start c 0
@@ -47,8 +50,15 @@ for t in tcp shm; do
   RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B through timeout 120 $b/cuda/cross_waits >$o/xw.$t 2>&1; rc=$?
   rows+=("cross_waits $t: rc=$rc $(tail -1 $o/xw.$t)")
 done
-echo "== rgpu bench --peer (tcp), GPU 0 server -> GPU 1 server"
+echo "== rgpu bench --peer (tcp), GPU 0 server -> GPU 1 server (the daemons map each other's memory)"
 RGPU_TRANSPORT=tcp RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_MAX:-1G} 2>&1 | tail -40
+grep -h "map its memory\|staging buffers" $o/b.log | sort | uniq -c | head -3
+# The same through the staging pipeline over TCP: two more daemons with RGPU_PEER_IPC=0.
+RGPU_PEER_IPC=0 start d 0; RGPU_PEER_IPC=0 start e 1
+for n in d e; do for _ in $(seq 100); do [ -s $o/$n.port ] && break; sleep 0.1; done; done
+D=127.0.0.1:$(cat $o/d.port) E=127.0.0.1:$(cat $o/e.port)
+echo "== rgpu bench --peer (tcp), pipeline over TCP (RGPU_PEER_IPC=0)"
+RGPU_TRANSPORT=tcp RGPU_SERVERS=$D,$E timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_PIPE_MAX:-256M} 2>&1 | tail -30
 tail -n 30 $o/peer.tcp | grep -i "fail\|error" | head
 tar -C $o -czf ${OUT:-/tmp}/peer-logs.tgz . 2>/dev/null
 printf '%s\n' "${rows[@]}"

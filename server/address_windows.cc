@@ -102,6 +102,13 @@ Status AddressWindows::reserve(uint32_t dev, uint64_t window, uint64_t size, uin
   return heap->reserve(size, addr);
 }
 
+uint64_t AddressWindows::window_at(uint32_t dev, uint64_t ptr) const {
+  auto it = windows_.upper_bound(ptr);
+  if (it == windows_.begin()) return 0;
+  --it;
+  return it->second.dev == dev && ptr - it->first < it->second.size ? it->first : 0;
+}
+
 void AddressWindows::unreserve(uint32_t dev, uint64_t addr, uint64_t size) {
   auto it = windows_.upper_bound(addr);
   if (it == windows_.begin()) return;

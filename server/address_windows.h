@@ -36,6 +36,8 @@ class AddressWindows {
   // caller maps itself (an IPC import); unreserve gives it back.
   backend::Status reserve(uint32_t dev, uint64_t window, uint64_t size, uint64_t& addr);
   void unreserve(uint32_t dev, uint64_t addr, uint64_t size);
+  // The base of GPU `dev`'s window that holds `ptr` (0, the default window, when none does).
+  uint64_t window_at(uint32_t dev, uint64_t ptr) const;
   // Frees the allocation starting at `ptr` on GPU `dev` (the caller synchronized the GPU).
   backend::Status free(uint32_t dev, uint64_t ptr);
   // Unmaps every allocation of GPU `dev` and releases its windows' reservations (cudaDeviceReset);

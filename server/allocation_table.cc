@@ -25,6 +25,14 @@ bool AllocationTable::contains(uint64_t p, uint64_t size, uint64_t born_by) cons
   return false;
 }
 
+uint64_t AllocationTable::stamp_at(uint64_t p) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ranges_.upper_bound(p);
+  if (it == ranges_.begin()) return 0;
+  --it;
+  return p - it->first < it->second.size ? it->second.stamp : 0;
+}
+
 std::vector<uint64_t> AllocationTable::allocations() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> out;

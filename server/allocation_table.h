@@ -52,6 +52,8 @@ class AllocationTable {
   // newer than `born_by` (a stamp()) do not count: memory freed and handed out again since then
   // is not what a request of that time named.
   bool contains(uint64_t p, uint64_t size, uint64_t born_by = UINT64_MAX) const;
+  // The stamp of the range that holds `p` (0: none).
+  uint64_t stamp_at(uint64_t p) const;
   // The stamp of the newest range added so far (ranges are numbered as they are added).
   uint64_t stamp() const {
     std::lock_guard<std::mutex> lock(mu_);

@@ -44,6 +44,20 @@ void Session::settle_peer_copies(const char* why) {
              static_cast<long long>(limit.count()));
 }
 
+PeerImports::Hooks Session::peer_import_hooks() {
+  PeerImports::Hooks hooks;  // called on a link's thread: the heap's lock
+  hooks.reserve = [this](int dev, uint64_t near, uint64_t size, uint64_t& addr) {
+    std::lock_guard<std::mutex> lock(heap_mu_);
+    const auto d = static_cast<uint32_t>(dev);
+    return windows_.reserve(d, windows_.window_at(d, near), size, addr);
+  };
+  hooks.unreserve = [this](int dev, uint64_t addr, uint64_t size) {
+    std::lock_guard<std::mutex> lock(heap_mu_);
+    windows_.unreserve(static_cast<uint32_t>(dev), addr, size);
+  };
+  return hooks;
+}
+
 PeerHost& Session::peer_host() {
   if (!peer_host_) {
     PeerHost::Hooks hooks;
@@ -51,6 +65,9 @@ PeerHost& Session::peer_host() {
       return check_range(q.device, q.ptr, q.pitch, q.width, q.height, born_by);  // table locks
     };
     hooks.release_event = [this](int dev, uint64_t event) { release_event(dev, event); };
+    hooks.stamp_at = [this](int dev, uint64_t ptr) {
+      return dev >= 0 && static_cast<size_t>(dev) < allocs_.size() ? allocs_[dev].stamp_at(ptr) : 0;
+    };
     peer_host_ =
         std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s,
                                    std::move(hooks), config_.peer_tls);
@@ -86,8 +103,10 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
-  // Staging first, while nothing waits for this copy (StagingPool::reserve).
+  // Staging first, while nothing waits for this copy (StagingPool::reserve); and so the unmaps
+  // that earlier copies left (PeerImports::flush).
   peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
+  if (peer_copier_) peer_copier_->flush_unmaps();
   PeerJob job;
   job.local = PeerRows{dev, q.local, q.height > 1 ? q.local_pitch : q.width, q.width, q.height};
   job.remote = PeerBeginReq{q.remote_device, q.remote, q.remote_pitch, q.width, q.height, q.fence};
@@ -122,8 +141,9 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
     return s;
   }
   if (!peer_copier_)
-    peer_copier_ = std::make_unique<PeerCopier>(exec_, peer_pool(), config_.token,
-                                                std::min(config_.client_timeout_s, 10));
+    peer_copier_ =
+        std::make_unique<PeerCopier>(exec_, peer_pool(), config_.token,
+                                     std::min(config_.client_timeout_s, 10), peer_import_hooks());
   const uint64_t request_id = current_->header.request_id;
   const uint16_t type = current_->header.type;
   peer_copier_->start(std::move(job), [this, word, seq, request_id, type](const Status& s) {
@@ -139,5 +159,12 @@ Status Session::on(PeerWriteMsg, const PeerWriteReq&, Empty&) { return link_only
 Status Session::on(PeerReadMsg, const PeerReadReq&, Empty&) { return link_only("PeerRead"); }
 Status Session::on(PeerFinishMsg, const Empty&, Empty&) { return link_only("PeerFinish"); }
 Status Session::on(PeerBeginMsg, const PeerBeginReq&, Empty&) { return link_only("PeerBegin"); }
+Status Session::on(PeerIpcOpenMsg, const PeerIpcOpenReq&, PeerIpcOpenRep&) {
+  return link_only("PeerIpcOpen");
+}
+Status Session::on(PeerIpcMapMsg, const PeerIpcMapReq&, PeerIpcMapRep&) {
+  return link_only("PeerIpcMap");
+}
+Status Session::on(PeerIpcDoneMsg, const Empty&, Empty&) { return link_only("PeerIpcDone"); }
 
 }  // namespace rgpu::server

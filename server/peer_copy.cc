@@ -20,16 +20,17 @@ using transport::CertFingerprint;
 
 namespace {
 
-// The reply to request `id` of type `type`.
-Status await_reply(channel::Channel& ch, uint16_t type, uint64_t id) {
+// The reply to request `id` of type `type` (into `rep` when given).
+template <typename Rep = Empty>
+Status await_reply(channel::Channel& ch, uint16_t type, uint64_t id, Rep* rep = nullptr) {
   FrameHeader h;
   std::vector<uint8_t> body;
   ch.read_frame(h, body, channel::Channel::Wait::Timed);
   if (!(h.flags & kFlagReply) || h.type != type || h.request_id != id)
     throw ProtoError("the peer sent an unexpected frame");
-  Empty ok;
+  Rep ok;
   std::string message;
-  int32_t e = decode_reply(body, ok, message);
+  int32_t e = decode_reply(body, rep ? *rep : ok, message);
   return e ? Status::fail(e, message) : Status::success();
 }
 
@@ -63,11 +64,12 @@ bool PeerJob::has_ticket() const {
 }
 
 PeerCopier::PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
-                       int timeout_s)
+                       int timeout_s, PeerImports::Hooks imports)
     : exec_(exec),
       pool_(pool),
       token_(std::move(token)),
-      timeout_s_(timeout_s > 0 ? timeout_s : 10) {}
+      timeout_s_(timeout_s > 0 ? timeout_s : 10),
+      import_hooks_(std::move(imports)) {}
 
 void PeerCopier::start(PeerJob job, Done done) {
   std::string refused;
@@ -98,6 +100,7 @@ void PeerCopier::start(PeerJob job, Done done) {
         l->cv.notify_all();
       }
       l = std::make_shared<Link>();
+      l->imports = std::make_unique<PeerImports>(exec_, import_hooks_);
       links_[job.endpoint] = l;
       all_.push_back(l);
       Link* raw = l.get();
@@ -154,6 +157,9 @@ void PeerCopier::work(Link& l) {
     conn = std::move(l.conn);
   }
   conn.reset();  // the peer's link thread ends
+  l.imports->clear();
+  if (l.ipc >= 0) ::close(l.ipc);
+  l.ipc = -1;
   l.streams.destroy(exec_);
   std::lock_guard<std::mutex> lock(l.mu);
   l.done = true;
@@ -215,6 +221,26 @@ void PeerCopier::connect(Link& l, const PeerJob& job) {
           encode_message(PeerAttachReq{job.ticket, job.secret}));
   if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok())
     throw LinkBroken("peer link refused: " + s.message);
+  open_ipc(l);
+}
+
+// A peer on this machine shares its memory over a unix socket beside the link (server/peer_ipc.h).
+// Plain links only: over TLS the passive's Hello is not seen, so whether it knows PeerIpcOpen is
+// not known.
+void PeerCopier::open_ipc(Link& l) {
+  channel::Channel& ch = *l.ch;
+  const uint16_t type = static_cast<uint16_t>(MsgId::PeerIpcOpen);
+  if (!peer_ipc_enabled() || !ch.peer_knows(type)) return;
+  uint64_t id = ch.next_request_id();
+  ch.send(type, kFlagSync, id, encode_message(PeerIpcOpenReq{peer_machine_id()}));
+  PeerIpcOpenRep rep;
+  Status s = await_reply(ch, type, id, &rep);
+  std::string why = s.message;
+  if (s.ok()) l.ipc = peer_ipc_connect(rep.socket, rep.nonce, timeout_s_, why);
+  if (l.ipc >= 0)
+    LOG_INFO("peer link: the peer runs on this machine; copies map its memory (CUDA IPC)");
+  else
+    LOG_DEBUG("peer link: copies go through staging buffers: %s", why.c_str());
 }
 
 // The passive rgpud runs TLS: the link is routed to its session in plain (PeerRoute, the
@@ -254,6 +280,7 @@ Status PeerCopier::transfer(Link& l, const PeerJob& job, uint64_t stream) {
     return Status::fail(err::InvalidValue, "peer copy sizes differ");
   ch.send(static_cast<uint16_t>(MsgId::PeerBegin), 0, ch.next_request_id(),
           encode_message(job.remote));
+  if (Status s; l.ipc >= 0 && transfer_mapped(l, job, stream, s)) return s;
   if (job.push) {
     const uint16_t write = static_cast<uint16_t>(MsgId::PeerWrite);
     Status s = peer_send_rows(
@@ -299,6 +326,51 @@ Status PeerCopier::transfer(Link& l, const PeerJob& job, uint64_t stream) {
       });
   if (!reply.ok()) return reply;
   return s;
+}
+
+bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, Status& out) {
+  channel::Channel& ch = *l.ch;
+  const uint16_t type = static_cast<uint16_t>(MsgId::PeerIpcMap);
+  const int dev = job.local.dev;
+  uint64_t id = ch.next_request_id();
+  ch.send(type, kFlagSync, id,
+          encode_message(PeerIpcMapReq{static_cast<uint32_t>(dev), l.imports->take_forgotten()}));
+  PeerIpcMapRep rep;
+  if (out = await_reply(ch, type, id, &rep); !out.ok()) return true;  // PeerBegin refused
+  uint64_t remote = 0;
+  std::string why;
+  if (!l.imports->apply(dev, job.remote.device, job.local.base, rep, l.ipc, remote, why)) {
+    LOG_DEBUG("peer copy through staging buffers: %s", why.c_str());
+    return false;
+  }
+  const uint64_t rpitch = job.remote.height > 1 ? job.remote.pitch : job.remote.width;
+  const backend::Rect r{job.local.width, job.local.height};
+  out = job.push
+            ? exec_.copy_on_device(dev, remote, rpitch, job.local.base, job.local.pitch, r, stream)
+            : exec_.copy_on_device(dev, job.local.base, job.local.pitch, remote, rpitch, r, stream);
+  if (Status s = exec_.stream_synchronize(dev, stream); out.ok()) out = s;
+  ch.send(static_cast<uint16_t>(MsgId::PeerIpcDone), 0, ch.next_request_id(),
+          encode_message(Empty{}));
+  return true;
+}
+
+// Unmapping may wait for streams whose copies take mu_ as they end: never under mu_.
+void PeerCopier::flush_unmaps() {
+  std::vector<std::shared_ptr<Link>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all = all_;
+  }
+  for (auto& l : all) l->imports->flush();
+}
+
+void PeerCopier::forget_device(int dev) {
+  std::vector<std::shared_ptr<Link>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all = all_;
+  }
+  for (auto& l : all) l->imports->forget_device(dev);
 }
 
 bool PeerCopier::wait_idle(std::chrono::milliseconds limit) {

@@ -24,6 +24,7 @@
 #include "backend/executor.h"
 #include "channel/channel.h"
 #include "proto/messages.h"
+#include "server/peer_ipc.h"
 #include "server/peer_pipe.h"
 #include "transport/connection.h"
 
@@ -47,8 +48,9 @@ class PeerCopier {
   using Done = std::function<void(const backend::Status&)>;
   // `token`: what the peer link answers a token challenge with (rgpud's own --token-file);
   // `timeout_s`: connecting, the handshake, and any silence mid-copy.
+  // `imports`: address space for the memory of peers on this machine (server/peer_ipc.h).
   PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
-             int timeout_s);
+             int timeout_s, PeerImports::Hooks imports);
   ~PeerCopier() { stop(); }
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
@@ -64,6 +66,11 @@ class PeerCopier {
   // calls need, and a stream held at a copy's gate cannot finish before the copy does: so the
   // dispatcher settles the copies before it loads code (Session::settle_peer_copies).
   bool wait_idle(std::chrono::milliseconds limit);
+  // The dispatcher, before it holds a stream for a copy: peers' memory that copies let go of is
+  // unmapped now (PeerImports::flush).
+  void flush_unmaps();
+  // GPU `dev` is being reset: peers' memory mapped on it goes (no copy runs: wait_idle first).
+  void forget_device(int dev);
 
  private:
   struct Job {
@@ -83,17 +90,24 @@ class PeerCopier {
     std::unique_ptr<channel::Channel> ch;
     PrivateStreams streams;
     std::string failed;  // why the link broke ("" while it works)
+    int ipc = -1;        // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
+    std::unique_ptr<PeerImports> imports;  // the peer's memory mapped here
   };
   void work(Link& link);
   backend::Status run(Link& link, const PeerJob& job);
   void connect(Link& link, const PeerJob& job);
   void connect_tls(Link& link, const PeerJob& job);
+  void open_ipc(Link& link);
+  // The copy as one DMA between the peer's memory mapped here and the local rows; false when
+  // that memory cannot be had (the caller goes on with the pipeline; PeerBegin was sent).
+  bool transfer_mapped(Link& link, const PeerJob& job, uint64_t stream, backend::Status& out);
   backend::Status transfer(Link& link, const PeerJob& job, uint64_t stream);
 
   backend::Executor& exec_;
   StagingPool& pool_;
   const std::optional<std::string> token_;
   const int timeout_s_;
+  const PeerImports::Hooks import_hooks_;
   std::mutex mu_;  // links_, all_, stopping_, busy_
   std::condition_variable idle_cv_;
   size_t busy_ = 0;  // copies queued or running: their `done` has not run yet

@@ -10,6 +10,7 @@
 #include "common/cuda_errors.h"
 #include "common/log.h"
 #include "server/ipc_exports.h"
+#include "server/peer_ipc.h"
 #include "server/peer_routes.h"
 #include "transport/tcp/tcp.h"
 
@@ -17,16 +18,6 @@ namespace rgpu::server {
 
 using namespace rgpu::proto;
 using backend::Status;
-
-namespace {
-
-bool same_secret(const PeerSecret& a, const PeerSecret& b) {
-  volatile uint8_t d = 0;  // constant time: every byte is compared
-  for (size_t i = 0; i < a.size(); ++i) d = d | (a[i] ^ b[i]);
-  return d == 0;
-}
-
-}  // namespace
 
 PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s,
                    Hooks hooks, const transport::TlsContext* tls)
@@ -137,7 +128,7 @@ std::string PeerHost::redeem(const PeerTicketId& id, const PeerSecret& secret) {
   auto it = tickets_.find(id);
   if (it == tickets_.end() || it->second.expires <= Clock::now())
     return "unknown, used or expired peer ticket";
-  const bool same = same_secret(it->second.secret, secret);
+  const bool same = peer_same_secret(it->second.secret, secret);
   tickets_.erase(it);  // one use, whatever the secret shown
   return same ? "" : "wrong peer ticket secret";
 }
@@ -254,6 +245,8 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
   transport::Connection& conn = *link.conn;
   channel::Channel ch(conn);
   PrivateStreams streams;  // per GPU the link has copied on
+  int ipc_sock = -1;       // PeerIpcOpen's socket (server/peer_ipc.h)
+  PeerExports exports(hooks_.stamp_at);
   auto reply = [&](uint16_t type, uint64_t id, const Status& r) {
     ch.send(type, kFlagReply, id,
             r.ok() ? encode_ok_reply(Empty{}) : encode_error_reply(r.code, r.message));
@@ -361,6 +354,23 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
         reply(static_cast<uint16_t>(MsgId::PeerFinish), finish_id, refused.ok() ? r : refused);
         counted(false);
         begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcOpen)) {
+        if (ipc_sock < 0) ipc_sock = open_ipc(ch, h, body);
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcMap)) {
+        // The begun copy as memory the peer maps; a refusal of its PeerBegin ends it here.
+        auto q = decode_message<PeerIpcMapReq>(body.data(), body.size());
+        PeerIpcMapRep rep;
+        if (!begun.ok()) {
+          reply(h.type, h.request_id, begun);
+          counted(false);
+          begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
+          continue;
+        }
+        if (ipc_sock >= 0) exports.map(exec_, rows, q.importer, q.forget, ipc_sock, rep);
+        ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcDone)) {
+        counted(false);  // the peer's DMA is over
+        begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
       } else {
         LOG_WARN("peer link from %s: unexpected request %u", conn.peer().c_str(), h.type);
         break;
@@ -370,7 +380,31 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
     LOG_WARN("peer link from %s ended: %s", conn.peer().c_str(), e.what());
   }
   conn.shutdown();
+  if (ipc_sock >= 0) ::close(ipc_sock);
   streams.destroy(exec_);
+}
+
+int PeerHost::open_ipc(channel::Channel& ch, const FrameHeader& h,
+                       const std::vector<uint8_t>& body) {
+  constexpr int kConnectSec = 5;
+  auto q = decode_message<PeerIpcOpenReq>(body.data(), body.size());
+  std::string why;
+  if (!peer_ipc_enabled())
+    why = "RGPU_PEER_IPC=0";
+  else if (q.host.empty() || q.host != peer_machine_id())
+    why = "the peer runs on another machine";
+  PeerIpcOpenRep rep;
+  int listener = why.empty() ? peer_ipc_listen(rep.socket, why) : -1;
+  if (listener < 0) {
+    ch.send(h.type, kFlagReply, h.request_id, encode_error_reply(err::NotSupported, why));
+    return -1;
+  }
+  random_bytes(rep.nonce.data(), rep.nonce.size());
+  ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+  int sock = peer_ipc_accept(listener, rep.nonce, kConnectSec, why);
+  ::close(listener);
+  if (sock < 0) LOG_INFO("peer link: no memory sharing with the peer: %s", why.c_str());
+  return sock;
 }
 
 bool PeerHost::wait_quiet(std::chrono::milliseconds limit) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "channel/channel.h"
 #include "proto/messages.h"
 #include "server/peer_pipe.h"
 #include "transport/connection.h"
@@ -40,6 +41,8 @@ class PeerHost {
     // `born_by`: an AllocationTable stamp; rows in memory allocated since do not count.
     std::function<backend::Status(const proto::PeerBeginReq&, uint64_t born_by)> check;
     std::function<void(int dev, uint64_t event)> release_event;
+    // The stamp of the allocation that holds (dev, ptr), 0 for none (PeerExports).
+    std::function<uint64_t(int dev, uint64_t ptr)> stamp_at;
   };
   // `control`: the session's control socket to rgpud; `timeout_s`: a link that stays silent
   // this long mid-copy is dropped (and how long a copy waits for its fence).
@@ -83,6 +86,8 @@ class PeerHost {
   void attach_tls(Link& link, const proto::PeerTicketId& routed);
   void refuse(transport::Connection& conn, uint64_t attach_id, const std::string& why);
   void serve(Link& link, uint64_t attach_id);
+  // PeerIpcOpen: a unix socket beside the link when the peer runs on this machine (-1 if not).
+  int open_ipc(channel::Channel& ch, const proto::FrameHeader& h, const std::vector<uint8_t>& body);
   // Waits (up to timeout_s_) for fence `id`, then for its event.
   // `stamp` out: the fence's allocation stamp.
   backend::Status await_fence(uint64_t id, int& dev, uint64_t& stamp);

@@ -490,6 +490,10 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   int dev = static_cast<int>(q.device);
   waiter_.wait_idle();  // no wait may use the device's handles while they go
   exec_.synchronize(dev);
+  if (peer_copier_) {  // peers' memory mapped on the device (server/peer_ipc.h)
+    settle_peer_copies("resetting a device");
+    peer_copier_->forget_device(dev);
+  }
   close_ipc_imports(q.device);
   close_vmm(q.device);
   windows_.release_device(q.device);

@@ -427,6 +427,7 @@ class Session {
   // GPU state goes (stop_peers)
   StagingPool& peer_pool();
   PeerHost& peer_host();
+  PeerImports::Hooks peer_import_hooks();
   void stop_peers();
   // Before loading or unloading code on the GPU (module loads, functions, globals): waits for
   // this session's copies to other servers to end (PeerCopier::wait_idle says why).

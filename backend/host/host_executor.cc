@@ -131,15 +131,17 @@ class HostExecutor final : public Executor {
                           "host backend: cannot map " + std::to_string(size) + " bytes at " +
                               hex(addr) + ": " + (p == MAP_FAILED ? strerror(e) : "moved"));
     }
+    std::lock_guard<std::mutex> lock(mem_mu_);
     allocs_[dev][addr] = size;
     return Status::success();
   }
   Status mem_unmap(int dev, uint64_t addr, uint64_t size) override {
+    streams_[dev]->synchronize();  // cheap insurance: no host kernel may touch it afterwards
+    std::lock_guard<std::mutex> lock(mem_mu_);
     auto it = allocs_[dev].find(addr);
     if (it == allocs_[dev].end() || it->second != size)
       return Status::fail(err::InvalidValue, "host backend: no mapping of " + std::to_string(size) +
                                                  " bytes at " + hex(addr));
-    streams_[dev]->synchronize();  // cheap insurance: no host kernel may touch it afterwards
     release(dev, it->first, it->second);
     allocs_[dev].erase(it);
     return Status::success();
@@ -147,6 +149,7 @@ class HostExecutor final : public Executor {
   // ---- ipc (host_ipc.h)
   Status ipc_mem_export(int dev, uint64_t ptr, int& fd, uint64_t& base, uint64_t& size,
                         uint32_t& kind) override {
+    std::lock_guard<std::mutex> lock(mem_mu_);  // peer links export from their own threads
     auto it = allocs_.at(dev).upper_bound(ptr);
     if (it == allocs_[dev].begin() || ptr - std::prev(it)->first >= std::prev(it)->second)
       return Status::fail(err::InvalidValue,
@@ -159,10 +162,12 @@ class HostExecutor final : public Executor {
     return ipc_.export_mapping(base, size, fd);
   }
   Status ipc_mem_import(int, int fd, uint32_t kind, uint64_t addr, uint64_t size) override {
+    std::lock_guard<std::mutex> lock(mem_mu_);
     return ipc_.import(fd, kind, addr, size);
   }
   Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     streams_[dev]->synchronize();
+    std::lock_guard<std::mutex> lock(mem_mu_);
     return ipc_.close_import(addr, size);
   }
   // ---- vmm (host_vmm.h): physical allocations charged to the ledger like allocations
@@ -835,10 +840,11 @@ class HostExecutor final : public Executor {
   std::vector<Kernel> kernels_;
   std::vector<std::unique_ptr<HostStreams>> streams_;
   HostDeviceState state_;
-  HostIpc ipc_;         // CUDA IPC (host_ipc.h)
-  HostVmm vmm_;         // virtual memory management (host_vmm.h)
-  HostArrays arrays_;   // CUDA arrays, texture and surface objects (host_arrays.h)
-  HostMisc misc_;       // peer access, atomics, shared events (host_misc.h)
+  HostIpc ipc_;        // CUDA IPC (host_ipc.h)
+  std::mutex mem_mu_;  // allocs_ and ipc_: peer links (server/peer_ipc.h) export from their threads
+  HostVmm vmm_;        // virtual memory management (host_vmm.h)
+  HostArrays arrays_;  // CUDA arrays, texture and surface objects (host_arrays.h)
+  HostMisc misc_;      // peer access, atomics, shared events (host_misc.h)
   HostMemOps mem_ops_;  // stream memory operations (host_drvlibs.h)
   HostLinks links_;     // cuLink* (host_drvlibs.h)
   std::vector<FailSlot> fail_slots_;

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "channel/channel.h"
@@ -26,11 +28,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-TEST(PeerCopies, EveryPairFormAndSizeBetweenThreeServers) {
+// rgpuds on one machine map each other's memory (server/peer_ipc.h): true.  With RGPU_PEER_IPC=0
+// in their environment they copy through staging buffers over the link: false.
+struct PeerIpcSetting {
+  explicit PeerIpcSetting(bool on) {
+    if (!on) setenv("RGPU_PEER_IPC", "0", 1);
+  }
+  ~PeerIpcSetting() { unsetenv("RGPU_PEER_IPC"); }
+};
+std::string ipc_name(const ::testing::TestParamInfo<bool>& i) { return i.param ? "ipc" : "tcp"; }
+
+// Whether a session process of rgpud `daemon` maps memory another rgpud exported (the host
+// backend's exports are memfds named rgpu-ipc).
+bool maps_peer_memory(pid_t daemon) {
+  for (pid_t p : live_children(daemon)) {
+    std::ifstream maps("/proc/" + std::to_string(p) + "/maps");
+    std::string line;
+    while (std::getline(maps, line))
+      if (line.find("rgpu-ipc") != std::string::npos) return true;
+  }
+  return false;
+}
+
+class PeerCopies : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PeerCopies, EveryPairFormAndSizeBetweenThreeServers) {
   // The host backend loads code as CUDA's lazy loading does (synchronizing the context under a
   // driver lock): a kernel first launched on a server while a copy holds its stream must not
   // deadlock the copy (seen on two H200s; Session::settle_peer_copies).
   setenv("RGPU_HOST_LAZY_LOADING", "1", 1);
+  PeerIpcSetting ipc(GetParam());
   Daemon a, b, c;
   unsetenv("RGPU_HOST_LAZY_LOADING");
   Env env = a.client_env();
@@ -41,20 +68,27 @@ TEST(PeerCopies, EveryPairFormAndSizeBetweenThreeServers) {
   EXPECT_TRUE(a.alive() && b.alive() && c.alive());
 }
 
-// 0: the passive session process is killed; 1: the passive rgpud is.
-class PeerKill : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Peer, PeerCopies, ::testing::Bool(), ipc_name);
+
+// 0: the passive session process is killed; 1: the passive rgpud is.  With and without the
+// mapped path (the copy's memory stays mapped on the active server: its link tells the error).
+class PeerKill : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(PeerKill, AServerGoneMidCopyIsAnErrorWithinSeconds) {
+  const bool mapped = std::get<1>(GetParam());
+  PeerIpcSetting ipc(mapped);
   Daemon a, b;  // device 0 on a (the copies' source, passive), device 1 on b (pulls)
   Env env = a.client_env();
   env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
   env["RGPU_TIMEOUT"] = "5";
   Child prog = spawn({cuda_program("peer_copies"), "kill"}, env);
   ASSERT_TRUE(prog.wait_line("copying", 120)) << "the copies did not start";
+  // The first copy is over: the active server maps the source's memory, or it does not.
+  EXPECT_EQ(maps_peer_memory(b.pid()), mapped);
   std::vector<pid_t> sessions = live_children(a.pid());
   ASSERT_FALSE(sessions.empty());
   auto killed = Clock::now();
-  if (GetParam() == 0) {
+  if (std::get<0>(GetParam()) == 0) {
     for (pid_t p : sessions) kill(p, SIGKILL);
   } else {
     kill(a.pid(), SIGKILL);
@@ -69,7 +103,12 @@ TEST_P(PeerKill, AServerGoneMidCopyIsAnErrorWithinSeconds) {
   // The active server's session is still there for the client, and serves it: its copy ended.
   EXPECT_FALSE(live_children(b.pid()).empty());
 }
-INSTANTIATE_TEST_SUITE_P(Peer, PeerKill, ::testing::Values(0, 1));
+INSTANTIATE_TEST_SUITE_P(Peer, PeerKill,
+                         ::testing::Combine(::testing::Values(0, 1), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<int, bool>>& i) {
+                           return std::string(std::get<0>(i.param) ? "rgpud" : "session") +
+                                  (std::get<1>(i.param) ? "_ipc" : "_tcp");
+                         });
 
 // A raw link to rgpud: connect, handshake (as a client, or as a peer link).
 struct Raw {

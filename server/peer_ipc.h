@@ -1,0 +1,115 @@
+// Server-to-server copies between two rgpuds on one machine (docs/architecture.md,
+// "Server-to-server copies"): the peer link (TCP) adds a unix socket beside itself (PeerIpcOpen),
+// over which the passive server hands the active one descriptors of the memory of each copy's rows
+// (PeerIpcMap; Executor::ipc_mem_export, CUDA IPC on the cuda backend).  The active server maps
+// them once and keeps them, and each copy is one device-to-device DMA on its stream: at the GPUs'
+// own speed. The passive server tells the active one when an export's memory left it (freed), and
+// the active server unmaps it then.  Both ends fall back to the staging pipeline
+// (server/peer_pipe.h) whenever memory cannot be shared.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "backend/executor.h"
+#include "proto/messages.h"
+#include "server/peer_pipe.h"
+
+namespace rgpu::server {
+
+// This machine (its boot id): two rgpuds that report the same one share a kernel.
+std::string peer_machine_id();
+// Secrets compared in constant time.
+bool peer_same_secret(const proto::PeerSecret& a, const proto::PeerSecret& b);
+// RGPU_PEER_IPC=0 in rgpud's environment turns the path off (its copies then use the pipeline).
+bool peer_ipc_enabled();
+
+// The passive end's socket: listens on a fresh abstract name, accepts one connection that shows
+// `nonce` within `timeout_s`, and acknowledges it with a byte.  -1 (and `why`) on failure.
+int peer_ipc_listen(std::string& name, std::string& why);
+int peer_ipc_accept(int listener, const proto::PeerSecret& nonce, int timeout_s, std::string& why);
+// The active end's: connects, shows the nonce, waits for the byte.
+int peer_ipc_connect(const std::string& name, const proto::PeerSecret& nonce, int timeout_s,
+                     std::string& why);
+// Descriptors over the socket (one data byte each).  Throw std::runtime_error.
+void peer_ipc_send_fd(int sock, int fd);
+int peer_ipc_recv_fd(int sock);
+
+// The passive end's exports over one link, keyed by the active server's GPU (the importer), the
+// exporting GPU and the export's base.  Not thread-safe (the link's thread owns it).
+class PeerExports {
+ public:
+  // The stamp of the allocation at (dev, ptr) (AllocationTable::stamp_at; 0: none).
+  using StampAt = std::function<uint64_t(int dev, uint64_t ptr)>;
+  explicit PeerExports(StampAt stamp_at) : stamp_at_(std::move(stamp_at)) {}
+  // Answers PeerIpcMap for `rows` (checked by PeerBegin): exports the memory when the importer
+  // does not hold it yet (its descriptor goes over `sock`).  `forget`: exports the importer let
+  // go of (triples importer, device, base).  Throws when the socket fails (the link is broken).
+  void map(backend::Executor& exec, const PeerRows& rows, uint32_t importer,
+           const std::vector<uint64_t>& forget, int sock, proto::PeerIpcMapRep& rep);
+
+ private:
+  struct Export {
+    uint32_t importer;
+    int dev;
+    uint64_t base, size;
+    uint64_t probe;  // an address of the allocation it was made for, and that allocation's stamp:
+    uint64_t stamp;  // while it lives, so does the export's memory
+  };
+  StampAt stamp_at_;
+  std::vector<Export> exports_;  // oldest first
+  bool warned_ = false;
+};
+
+// The active end's imports over one link.  The link's thread uses them; forget_device may come
+// from the session's dispatcher (a device reset) while no copy runs: hence the lock.
+class PeerImports {
+ public:
+  // Address space for an import near `ptr` (in its address window), and giving it back.
+  struct Hooks {
+    std::function<backend::Status(int dev, uint64_t near, uint64_t size, uint64_t& addr)> reserve;
+    std::function<void(int dev, uint64_t addr, uint64_t size)> unreserve;
+  };
+  PeerImports(backend::Executor& exec, Hooks hooks) : exec_(exec), hooks_(std::move(hooks)) {}
+  ~PeerImports() { clear(); }
+  PeerImports(const PeerImports&) = delete;
+  PeerImports& operator=(const PeerImports&) = delete;
+  // Applies a PeerIpcMap reply for a copy between GPU `dev` here and `remote_dev` of the peer,
+  // whose local rows start at `near`: unmaps
+  // its drops, maps a new export (descriptor from `sock`).  `addr`: where the remote rows lie
+  // here.  False (with `why`) when the rows cannot be reached this way: the copy takes the
+  // pipeline.  Throws when the socket fails.
+  bool apply(int dev, uint32_t remote_dev, uint64_t near, const proto::PeerIpcMapRep& rep, int sock,
+             uint64_t& addr, std::string& why);
+  // What the importer let go of on its own since the last call (for PeerIpcMapReq::forget).
+  std::vector<uint64_t> take_forgotten();
+  // Unmapping may wait for the GPU's streams (the host backend synchronizes them; cuMemUnmap may
+  // too), and a stream held at a copy's gate waits for the copy: so a copy never unmaps; what it
+  // lets go of is unmapped by flush(), which the session's dispatcher calls before it holds a
+  // stream for a copy (as StagingPool::reserve), or when the link ends.
+  void flush();
+  // The dispatcher, after PeerCopier::wait_idle: everything mapped on GPU `dev` goes.
+  void forget_device(int dev);
+  void clear();
+
+ private:
+  struct Import {
+    uint64_t addr, size;
+  };
+  using Key = std::tuple<uint32_t, uint32_t, uint64_t>;  // importer GPU, exporter GPU, base
+  void unmap(const Key& k, const Import& im);
+  backend::Executor& exec_;
+  const Hooks hooks_;
+  std::mutex mu_;
+  std::map<Key, Import> imports_;
+  std::vector<std::pair<Key, Import>> later_;  // to unmap at flush()
+  std::vector<uint64_t> forgotten_;
+};
+
+}  // namespace rgpu::server
