@@ -114,12 +114,14 @@ void PeerCopier::start(PeerJob job, Done done) {
         refused = "no link to it (an earlier copy over it failed)";
       } else {
         ++busy_;
-        l->queue.push_back(Job{std::move(job), [this, d = std::move(done)](const Status& s) {
+        l->queue.push_back(Job{std::move(job),
+                               [this, d = std::move(done)](const Status& s) {
                                  d(s);
                                  std::lock_guard<std::mutex> lock(mu_);
                                  --busy_;
                                  idle_cv_.notify_all();
-                               }});
+                               },
+                               std::chrono::steady_clock::now()});
         l->cv.notify_all();
         done = nullptr;
       }
@@ -144,11 +146,20 @@ void PeerCopier::work(Link& l) {
       j = std::move(l.queue.front());
       l.queue.pop_front();
     }
+    static const bool trace = getenv("RGPU_PEER_TRACE") && *getenv("RGPU_PEER_TRACE") == '1';
+    l.trace.on = trace;
+    l.trace.t0 = j.queued;
+    l.trace.phases.clear();
+    l.trace.mark("wake");
     Status s = run(l, j.job);
     if (!s.ok())
       s.message = std::string("copy ") + (j.job.push ? "to " : "from ") + j.job.remote_name + " (" +
                   j.job.endpoint + "): " + s.message;
     j.done(s);
+    l.trace.mark("done");
+    if (l.trace.on)
+      LOG_NOTICE("peer copy of %llu bytes: %s",
+                 static_cast<unsigned long long>(j.job.local.bytes()), l.trace.phases.c_str());
   }
   l.ch.reset();
   std::unique_ptr<transport::Connection> conn;
@@ -171,6 +182,7 @@ Status PeerCopier::run(Link& l, const PeerJob& job) {
   // The stream's earlier work first (the stream itself waits at its gate meanwhile).
   Status s = exec_.event_synchronize(job.local.dev, job.after_event);
   exec_.event_destroy(job.local.dev, job.after_event);
+  l.trace.mark("after");
   if (!s.ok()) return s;
   {
     std::lock_guard<std::mutex> lock(l.mu);
@@ -337,6 +349,7 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
           encode_message(PeerIpcMapReq{static_cast<uint32_t>(dev), l.imports->take_forgotten()}));
   PeerIpcMapRep rep;
   if (out = await_reply(ch, type, id, &rep); !out.ok()) return true;  // PeerBegin refused
+  l.trace.mark("map");
   uint64_t remote = 0;
   std::string why;
   if (!l.imports->apply(dev, job.remote.device, job.local.base, rep, l.ipc, remote, why)) {
@@ -348,7 +361,9 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
   out = job.push
             ? exec_.copy_on_device(dev, remote, rpitch, job.local.base, job.local.pitch, r, stream)
             : exec_.copy_on_device(dev, job.local.base, job.local.pitch, remote, rpitch, r, stream);
+  l.trace.mark("enqueue");
   if (Status s = exec_.stream_synchronize(dev, stream); out.ok()) out = s;
+  l.trace.mark("dma");
   ch.send(static_cast<uint16_t>(MsgId::PeerIpcDone), 0, ch.next_request_id(),
           encode_message(Empty{}));
   return true;
@@ -371,6 +386,13 @@ void PeerCopier::forget_device(int dev) {
     all = all_;
   }
   for (auto& l : all) l->imports->forget_device(dev);
+}
+
+void PeerCopier::Trace::mark(const char* what) {
+  if (!on) return;
+  auto now = std::chrono::steady_clock::now();
+  phases += std::string(phases.empty() ? "" : " ") + what + " " +
+            std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now - t0).count());
 }
 
 bool PeerCopier::wait_idle(std::chrono::milliseconds limit) {

@@ -73,9 +73,17 @@ class PeerCopier {
   void forget_device(int dev);
 
  private:
+  // RGPU_PEER_TRACE=1: each copy's phases (µs) go to rgpud's log.
+  struct Trace {
+    bool on = false;
+    std::chrono::steady_clock::time_point t0;
+    std::string phases;
+    void mark(const char* what);
+  };
   struct Job {
     PeerJob job;
     Done done;
+    std::chrono::steady_clock::time_point queued;
   };
   struct Link {
     std::mutex mu;  // queue, closing, cancelled, conn; never held across a backend call or I/O
@@ -90,7 +98,8 @@ class PeerCopier {
     std::unique_ptr<channel::Channel> ch;
     PrivateStreams streams;
     std::string failed;  // why the link broke ("" while it works)
-    int ipc = -1;        // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
+    Trace trace;
+    int ipc = -1;  // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
     std::unique_ptr<PeerImports> imports;  // the peer's memory mapped here
   };
   void work(Link& link);

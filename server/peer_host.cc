@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "channel/channel.h"
@@ -285,10 +286,17 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
         // memory allocated by then, not in memory freed and handed out again since.
         Status fenced;
         uint64_t born_by = UINT64_MAX;
+        static const bool trace = getenv("RGPU_PEER_TRACE") && *getenv("RGPU_PEER_TRACE") == '1';
+        auto t0 = std::chrono::steady_clock::now();
         if (q.fence) {
           int fence_dev = -1;
           uint64_t stamp = 0;
           fenced = await_fence(q.fence, fence_dev, stamp);
+          if (trace)
+            LOG_NOTICE("peer link: fence after %lld us",
+                       static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                  std::chrono::steady_clock::now() - t0)
+                                                  .count()));
           if (fence_dev == static_cast<int>(q.device)) born_by = stamp;
         }
         begun = q.width == 0 || q.height == 0
