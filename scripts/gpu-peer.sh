@@ -50,6 +50,16 @@ for t in tcp shm; do
   RGPU_TRANSPORT=$t RGPU_SERVERS=$A,$B through timeout 120 $b/cuda/cross_waits >$o/xw.$t 2>&1; rc=$?
   rows+=("cross_waits $t: rc=$rc $(tail -1 $o/xw.$t)")
 done
+# PyTorch moving tensors between the two servers' GPUs, against the same natively.
+if python3 -c "import torch" 2>/dev/null; then
+  timeout 300 python3 scripts/gpu-probes/torch_peer.py >$o/tp.native 2>$o/tp.native.err; nrc=$?
+  RGPU_TRANSPORT=tcp RGPU_SERVERS=$A,$B LD_LIBRARY_PATH=$PWD/$b/lib timeout 300 \
+    python3 scripts/gpu-probes/torch_peer.py >$o/tp.rgpu 2>$o/tp.rgpu.err; rc=$?
+  same=differ
+  diff <(grep -v "peer access" $o/tp.native) <(grep -v "peer access" $o/tp.rgpu) >/dev/null && same=identical
+  rows+=("torch_peer: native rc=$nrc, rgpu rc=$rc, output $same ($(grep -c True $o/tp.rgpu) checks true)")
+  echo "== torch_peer"; cat $o/tp.rgpu; tail -3 $o/tp.rgpu.err; echo "-- native:"; tail -2 $o/tp.native.err
+fi
 echo "== rgpu bench --peer (tcp), GPU 0 server -> GPU 1 server (the daemons map each other's memory)"
 RGPU_TRANSPORT=tcp RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_MAX:-1G} 2>&1 | tail -40
 grep -h "map its memory\|staging buffers" $o/b.log | sort | uniq -c | head -3
