@@ -92,13 +92,13 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
   uint64_t addr = 0;
   Status s;
   {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     s = windows_.reserve(q.device, q.window, meta.size, addr);
   }
   if (s.ok()) {
     s = exec_.ipc_mem_import(static_cast<int>(q.device), fd, meta.kind, addr, meta.size);
     if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(heap_mu_);
+      std::lock_guard<std::timed_mutex> lock(heap_mu_);
       windows_.unreserve(q.device, addr, meta.size);
     }
   }
@@ -121,7 +121,7 @@ Status Session::on(IpcCloseMemHandleMsg, const IpcCloseMemHandleReq& q, Empty&) 
   if (Status s = exec_.ipc_mem_close(static_cast<int>(q.device), q.base, it->second.size); !s.ok())
     return s;
   {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     windows_.unreserve(q.device, q.base, it->second.size);
   }
   allocs_[q.device].remove(q.base);

@@ -47,12 +47,17 @@ void Session::settle_peer_copies(const char* why) {
 PeerImports::Hooks Session::peer_import_hooks() {
   PeerImports::Hooks hooks;  // called on a link's thread: the heap's lock
   hooks.reserve = [this](int dev, uint64_t near, uint64_t size, uint64_t& addr) {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    // In the middle of a copy whose stream is gated, while the dispatcher may hold the lock
+    // across an unmap that waits for the GPU's streams (the host backend's does): a bounded try,
+    // and the copy takes the pipeline when the heap stays busy.
+    std::unique_lock<std::timed_mutex> lock(heap_mu_, std::chrono::milliseconds(20));
+    if (!lock.owns_lock())
+      return Status::fail(err::NotReady, "the session's address space is busy");
     const auto d = static_cast<uint32_t>(dev);
     return windows_.reserve(d, windows_.window_at(d, near), size, addr);
   };
   hooks.unreserve = [this](int dev, uint64_t addr, uint64_t size) {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     windows_.unreserve(static_cast<uint32_t>(dev), addr, size);
   };
   return hooks;

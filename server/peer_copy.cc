@@ -352,11 +352,23 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
   l.trace.mark("map");
   uint64_t remote = 0;
   std::string why;
-  if (!l.imports->apply(dev, job.remote.device, job.local.base, rep, l.ipc, remote, why)) {
+  const uint64_t rpitch = job.remote.height > 1 ? job.remote.pitch : job.remote.width;
+  const uint64_t extent = (job.remote.height - 1) * rpitch + job.remote.width;
+  if (!l.imports->apply(dev, job.remote.device, job.local.base, extent, rep, l.ipc, remote, why)) {
     LOG_DEBUG("peer copy through staging buffers: %s", why.c_str());
+    // Memory that cannot be mapped here (no access between the GPUs, a full window) costs every
+    // copy an export and a failed import: after a few, the link stops trying.
+    if (why.rfind("cannot map", 0) == 0 && ++l.ipc_failures >= 3) {
+      LOG_INFO(
+          "peer link: the peer's memory cannot be mapped here (%s); copies go through "
+          "staging buffers",
+          why.c_str());
+      ::close(l.ipc);
+      l.ipc = -1;
+    }
     return false;
   }
-  const uint64_t rpitch = job.remote.height > 1 ? job.remote.pitch : job.remote.width;
+  l.ipc_failures = 0;
   const backend::Rect r{job.local.width, job.local.height};
   out = job.push
             ? exec_.copy_on_device(dev, remote, rpitch, job.local.base, job.local.pitch, r, stream)

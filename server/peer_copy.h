@@ -99,7 +99,8 @@ class PeerCopier {
     PrivateStreams streams;
     std::string failed;  // why the link broke ("" while it works)
     Trace trace;
-    int ipc = -1;  // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
+    int ipc = -1;          // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
+    int ipc_failures = 0;  // imports in a row that failed
     std::unique_ptr<PeerImports> imports;  // the peer's memory mapped here
   };
   void work(Link& link);

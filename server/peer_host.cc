@@ -247,6 +247,7 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
   channel::Channel ch(conn);
   PrivateStreams streams;  // per GPU the link has copied on
   int ipc_sock = -1;       // PeerIpcOpen's socket (server/peer_ipc.h)
+  uint64_t begun_stamp = 0;
   PeerExports exports(hooks_.stamp_at);
   auto reply = [&](uint16_t type, uint64_t id, const Status& r) {
     ch.send(type, kFlagReply, id,
@@ -278,7 +279,8 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
     FrameHeader h;
     std::vector<uint8_t> body;
     // Between copies the link may stay silent; within one, the receive timeout holds.
-    while (ch.read_frame(h, body, channel::Channel::Wait::Idle)) {
+    while (ch.read_frame(
+        h, body, counted.on ? channel::Channel::Wait::Timed : channel::Channel::Wait::Idle)) {
       if (h.type == static_cast<uint16_t>(MsgId::PeerBegin)) {
         auto q = decode_message<PeerBeginReq>(body.data(), body.size());
         counted(true);  // from here on a free of these rows waits for this copy
@@ -303,6 +305,9 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
                     ? Status::fail(err::InvalidValue, "an empty peer copy")
                     : hooks_.check(q, born_by);
         rows = rows_of(q);
+        // The rows' allocation as checked (a free takes it out of the table first, then waits
+        // for this copy): what keeps an export valid (PeerExports).
+        begun_stamp = begun.ok() ? hooks_.stamp_at(rows.dev, rows.base) : 0;
         if (begun.ok()) begun = streams.get(exec_, rows.dev, stream);
         if (begun.ok()) begun = fenced;
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerRead)) {
@@ -363,10 +368,15 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
         counted(false);
         begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcOpen)) {
-        if (ipc_sock < 0) ipc_sock = open_ipc(ch, h, body);
+        if (ipc_sock < 0)
+          ipc_sock = open_ipc(ch, h, body);
+        else
+          reply(h.type, h.request_id,
+                Status::fail(err::InvalidValue, "this link shares memory already"));
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcMap)) {
         // The begun copy as memory the peer maps; a refusal of its PeerBegin ends it here.
         auto q = decode_message<PeerIpcMapReq>(body.data(), body.size());
+        exports.forget(q.forget);
         PeerIpcMapRep rep;
         if (!begun.ok()) {
           reply(h.type, h.request_id, begun);
@@ -374,7 +384,7 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
           begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
           continue;
         }
-        if (ipc_sock >= 0) exports.map(exec_, rows, q.importer, q.forget, ipc_sock, rep);
+        if (ipc_sock >= 0) exports.map(exec_, rows, begun_stamp, q.importer, ipc_sock, rep);
         ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcDone)) {
         counted(false);  // the peer's DMA is over
@@ -408,7 +418,12 @@ int PeerHost::open_ipc(channel::Channel& ch, const FrameHeader& h,
     return -1;
   }
   random_bytes(rep.nonce.data(), rep.nonce.size());
-  ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+  try {
+    ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+  } catch (...) {
+    ::close(listener);
+    throw;
+  }
   int sock = peer_ipc_accept(listener, rep.nonce, kConnectSec, why);
   ::close(listener);
   if (sock < 0) LOG_INFO("peer link: no memory sharing with the peer: %s", why.c_str());

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -21,10 +22,15 @@ using namespace rgpu::proto;
 using backend::Status;
 
 std::string peer_machine_id() {
+  // The boot id names the kernel; the network namespace, whether an abstract unix socket of one
+  // rgpud reaches the other (containers share the first, not the second).
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::string id;
   std::getline(f, id);
-  return id;
+  char ns[128] = {};
+  ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+  if (id.empty() || n <= 0) return "";
+  return id + " " + std::string(ns, static_cast<size_t>(n));
 }
 
 bool peer_ipc_enabled() {
@@ -110,27 +116,37 @@ int peer_ipc_listen(std::string& name, std::string& why) {
 }
 
 int peer_ipc_accept(int listener, const PeerSecret& nonce, int timeout_s, std::string& why) {
-  pollfd p{listener, POLLIN, 0};
-  int n = ::poll(&p, 1, timeout_s * 1000);
-  if (n <= 0) {
-    why = n == 0 ? "the peer did not connect" : sys_error("poll");
-    return -1;
-  }
-  int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd < 0) {
-    why = sys_error("accept");
-    return -1;
-  }
-  set_timeouts(fd, timeout_s);
-  PeerSecret shown{};
-  const char ack = 1;
-  if (!read_exact(fd, shown.data(), shown.size()) || !peer_same_secret(shown, nonce) ||
-      !write_exact(fd, &ack, 1)) {
-    why = "the connection did not show the link's nonce";
+  // One deadline for the whole exchange; connections of other users, or that do not show the
+  // nonce at once, are dropped and the wait goes on (the socket's name is public).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  why = "the peer did not connect";
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return -1;
+    pollfd p{listener, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    ucred cred{};
+    socklen_t clen = sizeof cred;
+    const bool same_user =
+        ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.uid == ::geteuid();
+    // The nonce is sent at once by the peer: a short limit per connection.
+    set_timeouts(fd, 1);
+    PeerSecret shown{};
+    const char ack = 1;
+    if (same_user && read_exact(fd, shown.data(), shown.size()) && peer_same_secret(shown, nonce) &&
+        write_exact(fd, &ack, 1)) {
+      set_timeouts(fd, timeout_s);
+      return fd;
+    }
+    why = "a connection that did not show the link's nonce";
     ::close(fd);
-    return -1;
   }
-  return fd;
 }
 
 int peer_ipc_connect(const std::string& name, const PeerSecret& nonce, int timeout_s,
@@ -201,26 +217,28 @@ int peer_ipc_recv_fd(int sock) {
 
 // ---- the passive end
 
-void PeerExports::map(backend::Executor& exec, const PeerRows& rows, uint32_t importer,
-                      const std::vector<uint64_t>& forget, int sock, PeerIpcMapRep& rep) {
-  auto drop = [&](std::vector<Export>::iterator it, bool tell) {
-    if (tell) {
-      rep.drops.push_back(it->importer);
-      rep.drops.push_back(static_cast<uint64_t>(it->dev));
-      rep.drops.push_back(it->base);
-    }
-    return exports_.erase(it);
-  };
-  for (size_t i = 0; i + 2 < forget.size(); i += 3)
+void PeerExports::forget(const std::vector<uint64_t>& triples) {
+  for (size_t i = 0; i + 2 < triples.size(); i += 3)
     for (auto it = exports_.begin(); it != exports_.end(); ++it)
-      if (it->importer == forget[i] && static_cast<uint64_t>(it->dev) == forget[i + 1] &&
-          it->base == forget[i + 2]) {
-        drop(it, false);
+      if (it->importer == triples[i] && static_cast<uint64_t>(it->dev) == triples[i + 1] &&
+          it->base == triples[i + 2]) {
+        exports_.erase(it);
         break;
       }
+}
+
+void PeerExports::map(backend::Executor& exec, const PeerRows& rows, uint64_t stamp,
+                      uint32_t importer, int sock, PeerIpcMapRep& rep) {
+  auto drop = [&](std::vector<Export>::iterator it) {
+    rep.drops.push_back(it->importer);
+    rep.drops.push_back(static_cast<uint64_t>(it->dev));
+    rep.drops.push_back(it->base);
+    return exports_.erase(it);
+  };
   // Exports whose allocation is gone: the memory may be another allocation's now, or freed.
   for (auto it = exports_.begin(); it != exports_.end();)
-    it = stamp_at_(it->dev, it->probe) != it->stamp ? drop(it, true) : std::next(it);
+    it = stamp_at_(it->dev, it->probe) != it->stamp ? drop(it) : std::next(it);
+  if (stamp == 0) return;  // the rows' allocation is being freed: the pipeline (rep.ipc = 0)
   const uint64_t end = rows.base + (rows.height - 1) * rows.pitch + rows.width;
   for (const Export& e : exports_)
     if (e.importer == importer && e.dev == rows.dev && rows.base >= e.base &&
@@ -246,10 +264,10 @@ void PeerExports::map(backend::Executor& exec, const PeerRows& rows, uint32_t im
   }
   for (auto it = exports_.begin(); it != exports_.end(); ++it)
     if (it->importer == importer && it->dev == rows.dev && it->base == base) {
-      drop(it, true);  // a smaller export of the same base (the mapping grew?): replaced
+      drop(it);  // a smaller export of the same base (the mapping grew?): replaced
       break;
     }
-  while (exports_.size() >= kMaxExports) drop(exports_.begin(), true);
+  while (exports_.size() >= kMaxExports) drop(exports_.begin());
   try {
     peer_ipc_send_fd(sock, fd);
   } catch (...) {
@@ -257,8 +275,9 @@ void PeerExports::map(backend::Executor& exec, const PeerRows& rows, uint32_t im
     throw;
   }
   ::close(fd);
-  exports_.push_back(
-      Export{importer, rows.dev, base, size, rows.base, stamp_at_(rows.dev, rows.base)});
+  // `stamp` is the allocation's as PeerBegin checked the rows: while it lives, the mapping
+  // that holds it (and so the export's memory) is the same.
+  exports_.push_back(Export{importer, rows.dev, base, size, rows.base, stamp});
   rep.ipc = 1;
   rep.fd_follows = 1;
   rep.kind = kind;
@@ -269,30 +288,39 @@ void PeerExports::map(backend::Executor& exec, const PeerRows& rows, uint32_t im
 
 // ---- the active end
 
-bool PeerImports::apply(int dev, uint32_t remote_dev, uint64_t near, const PeerIpcMapRep& rep,
-                        int sock, uint64_t& addr, std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i + 2 < rep.drops.size(); i += 3) {
-    auto it = imports_.find(Key{static_cast<uint32_t>(rep.drops[i]),
-                                static_cast<uint32_t>(rep.drops[i + 1]), rep.drops[i + 2]});
-    if (it != imports_.end()) {
-      later_.push_back({it->first, it->second});
-      imports_.erase(it);
-    }
-  }
-  if (!rep.ipc) {
-    why = "the peer cannot share that memory";
-    return false;
-  }
+bool PeerImports::apply(int dev, uint32_t remote_dev, uint64_t near, uint64_t extent,
+                        const PeerIpcMapRep& rep, int sock, uint64_t& addr, std::string& why) {
+  if (!rep.ipc && rep.fd_follows) throw std::runtime_error("the peer sent a descriptor unasked");
   const uint32_t local = static_cast<uint32_t>(dev), remote = remote_dev;
   const Key key{local, remote, rep.base};
-  auto it = imports_.find(key);
-  if (rep.fd_follows) {
-    int fd = peer_ipc_recv_fd(sock);
-    if (it != imports_.end()) {
-      later_.push_back({it->first, it->second});
-      imports_.erase(it);
+  Import held{0, 0};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i + 2 < rep.drops.size(); i += 3) {
+      auto it = imports_.find(Key{static_cast<uint32_t>(rep.drops[i]),
+                                  static_cast<uint32_t>(rep.drops[i + 1]), rep.drops[i + 2]});
+      if (it != imports_.end()) {
+        later_.push_back({it->first, it->second});
+        imports_.erase(it);
+      }
     }
+    if (!rep.ipc) {
+      why = "the peer cannot share that memory";
+      return false;
+    }
+    auto it = imports_.find(key);
+    if (it != imports_.end()) {
+      if (rep.fd_follows) {  // replaced
+        later_.push_back({it->first, it->second});
+        imports_.erase(it);
+      } else {
+        held = it->second;
+      }
+    }
+  }
+  if (rep.fd_follows) {
+    // Mapped without the lock (the dispatcher's flush() must not wait behind it).
+    int fd = peer_ipc_recv_fd(sock);
     uint64_t a = 0;
     Status s = hooks_.reserve(static_cast<int>(local), near, rep.size, a);
     if (s.ok()) {
@@ -300,23 +328,24 @@ bool PeerImports::apply(int dev, uint32_t remote_dev, uint64_t near, const PeerI
       if (!s.ok()) hooks_.unreserve(static_cast<int>(local), a, rep.size);
     }
     ::close(fd);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!s.ok()) {
       // The exporter counts it as held: tell it otherwise at the next map.
       forgotten_.insert(forgotten_.end(), {local, remote, rep.base});
       why = "cannot map the peer's memory: " + s.message;
       return false;
     }
-    it = imports_.emplace(key, Import{a, rep.size}).first;
-  } else if (it == imports_.end()) {
+    held = Import{a, rep.size};
+    imports_[key] = held;
+  } else if (held.size == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
     forgotten_.insert(forgotten_.end(), {local, remote, rep.base});
     why = "the peer's memory is not mapped here (any more)";
     return false;
   }
-  if (rep.offset >= it->second.size) {
-    why = "the peer named rows outside its export";
-    return false;
-  }
-  addr = it->second.addr + rep.offset;
+  if (rep.offset > held.size || extent > held.size - rep.offset)
+    throw std::runtime_error("the peer named rows outside its export");
+  addr = held.addr + rep.offset;
   return true;
 }
 
@@ -327,47 +356,62 @@ std::vector<uint64_t> PeerImports::take_forgotten() {
   return out;
 }
 
-void PeerImports::forget_device(int dev) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = later_.begin(); it != later_.end();)
-    if (std::get<0>(it->first) == static_cast<uint32_t>(dev)) {
-      unmap(it->first, it->second);
-      it = later_.erase(it);
-    } else {
-      ++it;
-    }
-  for (auto it = imports_.begin(); it != imports_.end();) {
-    if (std::get<0>(it->first) != static_cast<uint32_t>(dev)) {
-      ++it;
-      continue;
-    }
-    unmap(it->first, it->second);
-    forgotten_.insert(forgotten_.end(),
-                      {std::get<0>(it->first), std::get<1>(it->first), std::get<2>(it->first)});
-    it = imports_.erase(it);
+// Unmapping may wait for the GPU's streams: never under mu_ (a copy takes it).
+void PeerImports::flush() {
+  std::vector<std::pair<Key, Import>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone.swap(later_);
   }
+  for (auto& [k, im] : gone) unmap(k, im);
 }
 
-void PeerImports::flush() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [k, im] : later_) unmap(k, im);
-  later_.clear();
+void PeerImports::forget_device(int dev) {
+  std::vector<std::pair<Key, Import>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto d = static_cast<uint32_t>(dev);
+    for (auto it = later_.begin(); it != later_.end();)
+      if (std::get<0>(it->first) == d) {
+        gone.push_back(*it);
+        it = later_.erase(it);
+      } else {
+        ++it;
+      }
+    for (auto it = imports_.begin(); it != imports_.end();) {
+      if (std::get<0>(it->first) != d) {
+        ++it;
+        continue;
+      }
+      gone.push_back(*it);
+      forgotten_.insert(forgotten_.end(),
+                        {std::get<0>(it->first), std::get<1>(it->first), std::get<2>(it->first)});
+      it = imports_.erase(it);
+    }
+  }
+  for (auto& [k, im] : gone) unmap(k, im);
 }
 
 void PeerImports::clear() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [k, im] : later_) unmap(k, im);
-  later_.clear();
-  for (auto& [k, im] : imports_) unmap(k, im);
-  imports_.clear();
-  forgotten_.clear();
+  std::vector<std::pair<Key, Import>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone.swap(later_);
+    for (auto& kv : imports_) gone.push_back(kv);
+    imports_.clear();
+    forgotten_.clear();
+  }
+  for (auto& [k, im] : gone) unmap(k, im);
 }
 
 void PeerImports::unmap(const Key& k, const Import& im) {
   const int dev = static_cast<int>(std::get<0>(k));
-  if (Status s = exec_.ipc_mem_close(dev, im.addr, im.size); !s.ok())
+  if (Status s = exec_.ipc_mem_close(dev, im.addr, im.size); !s.ok()) {
+    // Still mapped: its address space stays reserved (never handed out over live memory).
     LOG_WARN("unmapping a peer's memory at 0x%llx: %s", static_cast<unsigned long long>(im.addr),
              s.message.c_str());
+    return;
+  }
   hooks_.unreserve(dev, im.addr, im.size);
 }
 

@@ -48,11 +48,14 @@ class PeerExports {
   // The stamp of the allocation at (dev, ptr) (AllocationTable::stamp_at; 0: none).
   using StampAt = std::function<uint64_t(int dev, uint64_t ptr)>;
   explicit PeerExports(StampAt stamp_at) : stamp_at_(std::move(stamp_at)) {}
-  // Answers PeerIpcMap for `rows` (checked by PeerBegin): exports the memory when the importer
-  // does not hold it yet (its descriptor goes over `sock`).  `forget`: exports the importer let
-  // go of (triples importer, device, base).  Throws when the socket fails (the link is broken).
-  void map(backend::Executor& exec, const PeerRows& rows, uint32_t importer,
-           const std::vector<uint64_t>& forget, int sock, proto::PeerIpcMapRep& rep);
+  // PeerIpcMapReq::forget: exports the importer let go of on its own (triples importer, device,
+  // base).
+  void forget(const std::vector<uint64_t>& triples);
+  // Answers PeerIpcMap for `rows` (checked by PeerBegin; `stamp`: their allocation's stamp then,
+  // 0 when it has left the table since): exports the memory when the importer does not hold it
+  // yet (its descriptor goes over `sock`).  Throws when the socket fails (the link is broken).
+  void map(backend::Executor& exec, const PeerRows& rows, uint64_t stamp, uint32_t importer,
+           int sock, proto::PeerIpcMapRep& rep);
 
  private:
   struct Export {
@@ -81,18 +84,19 @@ class PeerImports {
   PeerImports(const PeerImports&) = delete;
   PeerImports& operator=(const PeerImports&) = delete;
   // Applies a PeerIpcMap reply for a copy between GPU `dev` here and `remote_dev` of the peer,
-  // whose local rows start at `near`: unmaps
+  // whose local rows start at `near` and whose remote rows span `extent` bytes: unmaps
   // its drops, maps a new export (descriptor from `sock`).  `addr`: where the remote rows lie
   // here.  False (with `why`) when the rows cannot be reached this way: the copy takes the
-  // pipeline.  Throws when the socket fails.
-  bool apply(int dev, uint32_t remote_dev, uint64_t near, const proto::PeerIpcMapRep& rep, int sock,
-             uint64_t& addr, std::string& why);
+  // pipeline.  Throws when the socket fails or the reply makes no sense (rows outside the export).
+  bool apply(int dev, uint32_t remote_dev, uint64_t near, uint64_t extent,
+             const proto::PeerIpcMapRep& rep, int sock, uint64_t& addr, std::string& why);
   // What the importer let go of on its own since the last call (for PeerIpcMapReq::forget).
   std::vector<uint64_t> take_forgotten();
-  // Unmapping may wait for the GPU's streams (the host backend synchronizes them; cuMemUnmap may
-  // too), and a stream held at a copy's gate waits for the copy: so a copy never unmaps; what it
-  // lets go of is unmapped by flush(), which the session's dispatcher calls before it holds a
-  // stream for a copy (as StagingPool::reserve), or when the link ends.
+  // Unmapping may wait for the GPU's streams (the host backend synchronizes them; cuMemUnmap did
+  // not on two H200s, but nothing promises it), and a stream held at a copy's gate waits for the
+  // copy: so a copy never unmaps; what it lets go of is unmapped by flush(), which the session's
+  // dispatcher calls before it holds a stream for a copy (as StagingPool::reserve), or when the
+  // link ends.
   void flush();
   // The dispatcher, after PeerCopier::wait_idle: everything mapped on GPU `dev` goes.
   void forget_device(int dev);

@@ -518,7 +518,7 @@ Status Session::on(MemGetInfoMsg, const DeviceReq& q, MemGetInfoRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   wait_frees();  // memory freed before this call counts as free, as after cudaFree
   {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     windows_.trim(q.device);  // and so does what the heaps keep mapped for reuse
   }
   return exec_.mem_info(static_cast<int>(q.device), rep.free, rep.total);
@@ -540,7 +540,7 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
   }
   Status s;
   {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
   }
   if (s.code == err::MemoryAllocation) {
@@ -552,7 +552,7 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
     }
     if (pending) {
       wait_frees();
-      std::lock_guard<std::mutex> lock(heap_mu_);
+      std::lock_guard<std::timed_mutex> lock(heap_mu_);
       s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
     }
   }
@@ -609,7 +609,7 @@ void Session::drain_frees() {
     for (const PendingFree& f : batch) {
       Status s;
       {
-        std::lock_guard<std::mutex> lock(heap_mu_);
+        std::lock_guard<std::timed_mutex> lock(heap_mu_);
         s = windows_.free(static_cast<uint32_t>(f.device), f.ptr);
       }
       if (const Status& sync = synced[f.device]; !sync.ok()) s = sync;
@@ -628,7 +628,7 @@ void Session::wait_frees() {
 
 Status Session::on(AddressWindowMsg, const AddressWindowReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(heap_mu_);
+  std::lock_guard<std::timed_mutex> lock(heap_mu_);
   return windows_.add(q.device, q.base, q.size);
 }
 

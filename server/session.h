@@ -338,7 +338,7 @@ class Session {
   void defer_free(int device, uint64_t ptr, const proto::FrameHeader& h);
   void drain_frees();
   void wait_frees();  // until every free issued so far is done
-  std::mutex heap_mu_;
+  std::timed_mutex heap_mu_;
   std::mutex free_mu_;
   std::condition_variable free_cv_;
   std::vector<PendingFree> pending_frees_;

@@ -61,7 +61,7 @@ Status Session::on(VmmReserveMsg, const VmmReserveReq& q, VmmReserveRep& rep) {
   r.size = q.size;
   r.taken_size = q.size + (align - granule);
   {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     if (Status s = windows_.reserve(q.device, q.window, r.taken_size, r.taken); !s.ok()) {
       if (s.code == err::InvalidValue) s.code = err::MemoryAllocation;  // the window is full
       return s;
@@ -84,7 +84,7 @@ Status Session::on(VmmAddressFreeMsg, const VmmAddressFreeReq& q, Empty&) {
     return invalid("cuMemAddressFree at " + hex(q.addr) + ": the range still has mappings " +
                    "(cuMemUnmap them first)");
   {
-    std::lock_guard<std::mutex> lock(heap_mu_);
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     windows_.unreserve(q.device, it->second.taken, it->second.taken_size);
   }
   vmm_reserved_.erase(it);
@@ -289,7 +289,7 @@ void Session::close_vmm(uint32_t dev) {
     exec_.vmm_release(static_cast<int>(dev), it->second.backend);
     it = vmm_handles_.erase(it);
   }
-  std::lock_guard<std::mutex> lock(heap_mu_);
+  std::lock_guard<std::timed_mutex> lock(heap_mu_);
   for (auto it = vmm_reserved_.begin(); it != vmm_reserved_.end();) {
     if (it->second.device != dev) {
       ++it;

@@ -149,17 +149,27 @@ class HostExecutor final : public Executor {
   // ---- ipc (host_ipc.h)
   Status ipc_mem_export(int dev, uint64_t ptr, int& fd, uint64_t& base, uint64_t& size,
                         uint32_t& kind) override {
-    std::lock_guard<std::mutex> lock(mem_mu_);  // peer links export from their own threads
-    auto it = allocs_.at(dev).upper_bound(ptr);
-    if (it == allocs_[dev].begin() || ptr - std::prev(it)->first >= std::prev(it)->second)
-      return Status::fail(err::InvalidValue,
-                          "host backend: " + hex(ptr) + " is not device memory of this session");
-    --it;
-    streams_[dev]->synchronize();  // no host kernel writes while the bytes move
-    base = it->first;
-    size = it->second;
     kind = HostIpc::kKind;
-    return ipc_.export_mapping(base, size, fd);
+    for (int attempt = 0;; ++attempt) {
+      {
+        // Peer links export from their own threads: the lock covers the lookups and the export,
+        // never a wait for the streams.
+        std::lock_guard<std::mutex> lock(mem_mu_);
+        auto it = allocs_.at(dev).upper_bound(ptr);
+        if (it == allocs_[dev].begin() || ptr - std::prev(it)->first >= std::prev(it)->second)
+          return Status::fail(err::InvalidValue, "host backend: " + hex(ptr) +
+                                                     " is not device memory of this session");
+        --it;
+        base = it->first;
+        size = it->second;
+        if (ipc_.shared(base) || attempt > 0) return ipc_.export_mapping(base, size, fd);
+      }
+      // The first export copies the mapping's bytes into a memfd: no host kernel may write
+      // meanwhile.  Bounded: a stream held at a peer copy's gate may wait for the caller.
+      if (!streams_[dev]->synchronize_for(std::chrono::milliseconds(200)))
+        return Status::fail(err::NotReady,
+                            "host backend: the GPU's streams stay busy; memory not shared now");
+    }
   }
   Status ipc_mem_import(int, int fd, uint32_t kind, uint64_t addr, uint64_t size) override {
     std::lock_guard<std::mutex> lock(mem_mu_);

@@ -20,6 +20,7 @@ class HostIpc {
   // The mapping [base, base+size) of this process as a memfd: made shared at the first export
   // (the caller made sure no host kernel touches it meanwhile).  `fd` is a new descriptor.
   Status export_mapping(uint64_t base, uint64_t size, int& fd);
+  bool shared(uint64_t base) const { return shared_.count(base) != 0; }
   // The mapping at `base` is going away (freed): its memfd, if any, is closed here (importers
   // keep theirs).
   void forget(uint64_t base);

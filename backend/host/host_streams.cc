@@ -1,5 +1,7 @@
 #include "backend/host/host_streams.h"
 
+#include <thread>
+
 namespace rgpu::backend {
 
 void Fence::signal() {
@@ -144,6 +146,22 @@ void HostStreams::synchronize() {
     for (auto& [id, s] : streams_) tails.push_back(s->tail());
   }
   for (auto& f : tails) f->wait();
+}
+
+bool HostStreams::synchronize_for(std::chrono::milliseconds limit) {
+  std::vector<FencePtr> tails;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tails.push_back(legacy_->tail());
+    for (auto& [id, s] : streams_) tails.push_back(s->tail());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (auto& f : tails)
+    while (!f->ready()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  return true;
 }
 
 }  // namespace rgpu::backend

@@ -80,6 +80,8 @@ class HostStreams {
   FencePtr tail(uint64_t stream);
   // Waits until every stream is idle (the work queued when it is called).
   void synchronize();
+  // The same, for at most `limit`: false when some stream still had work then.
+  bool synchronize_for(std::chrono::milliseconds limit);
 
  private:
   std::mutex mu_;  // the map; never held while waiting for a fence

@@ -1,0 +1,159 @@
+// Mapped server-to-server copies (server/peer_ipc.h) against the host backend: the passive end's
+// exports (kept while the allocation they were made for lives, dropped and told when it goes, a
+// rows' allocation being freed is not exported, forgotten ones exported again) and the active end's
+// imports (a reply naming rows outside its export or a descriptor unasked breaks the link, drops
+// wait for flush()).
+#include "server/peer_ipc.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include "backend/host/host_executor.h"
+#include "backend/host/host_ledger.h"
+
+using namespace rgpu;
+using rgpu::proto::PeerIpcMapRep;
+using rgpu::server::PeerExports;
+using rgpu::server::PeerImports;
+using rgpu::server::PeerRows;
+
+namespace {
+
+constexpr uint64_t kMiB = 1u << 20;
+
+struct Fixture {
+  std::unique_ptr<backend::Executor> exec;
+  uint64_t window = 0;
+  int sv[2] = {-1, -1};
+  std::map<uint64_t, uint64_t> stamps;  // allocation base -> stamp (what the table would say)
+  Fixture() {
+    exec = backend::make_host_executor({backend::HostLedger::create(256 * kMiB)});
+    // Address space nobody uses, for the emulated GPU's window.
+    void* p = mmap(nullptr, 64 * kMiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    window = (reinterpret_cast<uint64_t>(p) + 2 * kMiB - 1) & ~(2 * kMiB - 1);
+    munmap(p, 64 * kMiB);
+    EXPECT_TRUE(exec->va_reserve(0, window, 32 * kMiB).ok());
+    EXPECT_TRUE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  }
+  ~Fixture() {
+    close(sv[0]);
+    close(sv[1]);
+  }
+  uint64_t alloc(uint64_t offset, uint64_t size, uint64_t stamp) {
+    EXPECT_TRUE(exec->mem_map(0, window + offset, size).ok());
+    stamps[window + offset] = stamp;
+    return window + offset;
+  }
+  PeerExports::StampAt stamp_at() {
+    return [this](int, uint64_t p) {
+      for (auto& [base, st] : stamps)
+        if (p >= base && p - base < 2 * kMiB) return st;
+      return uint64_t{0};
+    };
+  }
+};
+
+PeerRows rows(uint64_t base, uint64_t bytes) { return PeerRows{0, base, bytes, bytes, 1}; }
+
+}  // namespace
+
+TEST(PeerIpc, ExportsLiveWithTheirAllocationAndAreToldWhenTheyGo) {
+  Fixture f;
+  const uint64_t a = f.alloc(0, 2 * kMiB, 5), b = f.alloc(4 * kMiB, 2 * kMiB, 6);
+  PeerExports ex(f.stamp_at());
+  PeerIpcMapRep r1;
+  ex.map(*f.exec, rows(a + 100, 4096), 5, 0, f.sv[0], r1);
+  ASSERT_EQ(r1.ipc, 1u);
+  EXPECT_EQ(r1.fd_follows, 1u);
+  EXPECT_EQ(r1.base, a);
+  EXPECT_EQ(r1.size, 2 * kMiB);
+  EXPECT_EQ(r1.offset, 100u);
+  int fd = server::peer_ipc_recv_fd(f.sv[1]);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  // The same memory again: held by the importer, nothing sent.
+  PeerIpcMapRep r2;
+  ex.map(*f.exec, rows(a + 8192, 16), 5, 0, f.sv[0], r2);
+  EXPECT_EQ(r2.ipc, 1u);
+  EXPECT_EQ(r2.fd_follows, 0u);
+  EXPECT_EQ(r2.offset, 8192u);
+  EXPECT_TRUE(r2.drops.empty());
+  // Another importer GPU gets its own descriptor.
+  PeerIpcMapRep r3;
+  ex.map(*f.exec, rows(a, 16), 5, 1, f.sv[0], r3);
+  EXPECT_EQ(r3.fd_follows, 1u);
+  close(server::peer_ipc_recv_fd(f.sv[1]));
+  // A's allocation leaves the table (freed, maybe reallocated with a new stamp): the next answer
+  // drops both of its exports; rows whose allocation is being freed (stamp 0) are not exported.
+  f.stamps[a] = 9;
+  PeerIpcMapRep r4;
+  ex.map(*f.exec, rows(b, 64), 0, 0, f.sv[0], r4);
+  EXPECT_EQ(r4.ipc, 0u);
+  ASSERT_EQ(r4.drops.size(), 6u);
+  EXPECT_EQ(r4.drops[2], a);
+  EXPECT_EQ(r4.drops[5], a);
+  // B exported, then forgotten by the importer: exported again.
+  PeerIpcMapRep r5, r6;
+  ex.map(*f.exec, rows(b, 64), 6, 0, f.sv[0], r5);
+  EXPECT_EQ(r5.fd_follows, 1u);
+  close(server::peer_ipc_recv_fd(f.sv[1]));
+  ex.forget({0, 0, b});
+  ex.map(*f.exec, rows(b, 64), 6, 0, f.sv[0], r6);
+  EXPECT_EQ(r6.fd_follows, 1u);
+  close(server::peer_ipc_recv_fd(f.sv[1]));
+  // Rows that run past their mapping are not exported.
+  PeerIpcMapRep r7;
+  ex.map(*f.exec, rows(b + 2 * kMiB - 10, 20), 6, 0, f.sv[0], r7);
+  EXPECT_EQ(r7.ipc, 0u);
+}
+
+TEST(PeerIpc, ImportsRefuseRowsOutsideTheirExportAndUnmapOnlyAtFlush) {
+  Fixture f;
+  const uint64_t a = f.alloc(0, 2 * kMiB, 5);
+  std::memset(reinterpret_cast<void*>(a), 0x3c, 4096);
+  PeerExports ex(f.stamp_at());
+  int reserved = 0;
+  PeerImports::Hooks hooks;
+  hooks.reserve = [&](int, uint64_t, uint64_t size, uint64_t& addr) {
+    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(p, size);  // free address space for the import to map at
+    addr = reinterpret_cast<uint64_t>(p);
+    ++reserved;
+    return backend::Status::success();
+  };
+  hooks.unreserve = [&](int, uint64_t, uint64_t) { --reserved; };
+  PeerImports im(*f.exec, hooks);
+  PeerIpcMapRep rep;
+  ex.map(*f.exec, rows(a + 64, 4096), 5, 0, f.sv[0], rep);
+  uint64_t addr = 0;
+  std::string why;
+  ASSERT_TRUE(im.apply(0, 0, 0, 4096, rep, f.sv[1], addr, why)) << why;
+  EXPECT_EQ(reserved, 1);
+  EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(addr), reinterpret_cast<void*>(a + 64), 4096), 0);
+  // Held: no descriptor; rows beyond the export are a broken peer.
+  PeerIpcMapRep again = rep;
+  again.fd_follows = 0;
+  EXPECT_TRUE(im.apply(0, 0, 0, 4096, again, f.sv[1], addr, why));
+  EXPECT_THROW(im.apply(0, 0, 0, 2 * kMiB, again, f.sv[1], addr, why), std::runtime_error);
+  PeerIpcMapRep unasked;
+  unasked.fd_follows = 1;
+  EXPECT_THROW(im.apply(0, 0, 0, 16, unasked, f.sv[1], addr, why), std::runtime_error);
+  // Memory the importer does not hold, without a descriptor: the pipeline, and told back.
+  PeerIpcMapRep unknown = again;
+  unknown.base = a + 4 * kMiB;
+  EXPECT_FALSE(im.apply(0, 0, 0, 16, unknown, f.sv[1], addr, why));
+  EXPECT_EQ(im.take_forgotten(), (std::vector<uint64_t>{0, 0, a + 4 * kMiB}));
+  // A drop moves the import aside; only flush() unmaps it.
+  PeerIpcMapRep dropped;
+  dropped.drops = {0, 0, a};
+  EXPECT_FALSE(im.apply(0, 0, 0, 16, dropped, f.sv[1], addr, why));
+  EXPECT_EQ(reserved, 1);
+  im.flush();
+  EXPECT_EQ(reserved, 0);
+}
