@@ -114,6 +114,10 @@ class Executor {
   virtual uint32_t* alloc_gate_words(size_t count) = 0;
   virtual void free_gate_words(uint32_t* words) = 0;
   virtual Status gate_wait(int dev, uint64_t stream, uint32_t* word, uint32_t value) = 0;
+  // The stream opens a gate for `value` when it gets there (after its earlier work).  `word` is
+  // alloc_gate_words' or host memory registered with host_register_mapped (which may be shared
+  // with another process: waiters there wake too).
+  virtual Status gate_signal(int dev, uint64_t stream, uint32_t* word, uint32_t value) = 0;
 
   // ---- work on a stream ----
   // From/to page-locked server memory (staging buffers) that stays valid until the copy is done.

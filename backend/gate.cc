@@ -15,6 +15,9 @@ std::atomic_ref<uint32_t> ref(uint32_t* word) { return std::atomic_ref<uint32_t>
 bool passed(uint32_t current, uint32_t value) { return static_cast<int32_t>(current - value) >= 0; }
 }  // namespace
 
+// Shared (not FUTEX_*_PRIVATE) futex operations: a gate word may lie in memory two processes map
+// (server/peer_ipc.h, PeerFencePage), and a private wakeup would not reach the other one.
+
 bool gate_passed(const uint32_t* word, uint32_t value) {
   return passed(ref(const_cast<uint32_t*>(word)).load(std::memory_order_acquire), value);
 }
@@ -25,7 +28,7 @@ void open_gate(uint32_t* word, uint32_t value) {
   while (!passed(cur, value) && !w.compare_exchange_weak(cur, value, std::memory_order_release,
                                                          std::memory_order_relaxed)) {
   }
-  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 void wait_gate(uint32_t* word, uint32_t value) {
@@ -34,7 +37,7 @@ void wait_gate(uint32_t* word, uint32_t value) {
     if (passed(cur, value)) return;
     // A timeout as well as the wakeup: a store the futex missed is seen within 50 ms.
     timespec ts{0, 50 * 1000 * 1000};
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, cur, &ts, nullptr, 0);
+    syscall(SYS_futex, word, FUTEX_WAIT, cur, &ts, nullptr, 0);
   }
 }
 

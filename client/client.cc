@@ -221,7 +221,7 @@ bool Client::adopt_allocation(int dev, uint64_t ptr, size_t size, const char* wh
 CudaError Client::free(void* ptr) {
   if (!ptr) return err::Success;
   if (CudaError e; pool_import_release(ptr, &e)) return e;  // cudaMemPoolImportPointer's
-  if (CudaError ge; graph_mem_free(ptr, &ge)) return ge;  // graph memory (client/graphs4.cc)
+  if (CudaError ge; graph_mem_free(ptr, &ge)) return ge;    // graph memory (client/graphs4.cc)
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr) || !r->freeable) return err::InvalidValue;
   if (is_pool_allocation(r->base)) {  // cudaFree of stream-ordered memory: synchronizes
@@ -229,6 +229,7 @@ CudaError Client::free(void* ptr) {
     CudaError e = free_async(ptr, legacy);
     return e == err::Success ? synchronize(r->device) : e;
   }
+  settle_peer_copies(r->device);
   managed_forget(r->base);
   map_.remove_device(r->base);
   CudaError e;
@@ -430,8 +431,7 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
           return memcpy_across(dst, ddev, dpitch, src, sdev, spitch, width, height, nullptr);
         if (height > 1) return err::NotSupported;
         // Between two GPUs: on the destination's legacy stream, synchronously like cudaMemcpy.
-        CudaError e = memcpy_peer(dst, ddev, src, sdev, width, nullptr);
-        return e == err::Success ? stream_synchronize(Stream{ddev, 0, 0, 0}) : e;
+        return memcpy_peer(dst, ddev, src, sdev, width, nullptr);
       }
       CudaError e;
       ServerLink* l = link(ddev, &e);
@@ -553,8 +553,12 @@ PointerInfo Client::pointer_info(const void* p) const {
     if (d) return {MemoryType::Host, d->device, base, true, d->size, d->id};
   }
   if (auto d = map_.find_device(u64(p)))
-    return {is_managed(d->base) ? MemoryType::Managed : MemoryType::Device, d->device, d->base,
-            false, d->size, d->id};
+    return {is_managed(d->base) ? MemoryType::Managed : MemoryType::Device,
+            d->device,
+            d->base,
+            false,
+            d->size,
+            d->id};
   if (auto h = map_.find_host(u64(p)))
     return {MemoryType::Host, h->device, h->base, h->mapped, h->size, h->id};
   return {};

@@ -251,13 +251,16 @@ class Client {
                            size_t height, CopyKind kind, const Stream& s);
   CudaError memset_async(void* ptr, int value, size_t n, const Stream& s);
   CudaError host_func(const Stream& s, std::function<void()> fn);
+  // Without a stream: on the destination's legacy stream, then waited for unless `wait` is false
+  // (a caller that copies several pieces waits once).
   CudaError memcpy_peer(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
-                        const Stream* s);
+                        const Stream* s, bool wait = true);
   // Between GPUs of two servers (client/peer_copy.cc): rows of `width` bytes, server to server,
   // on `s` (its device is one of the two), or without a stream on the destination's legacy
-  // stream, then waited for.  Ranges are checked by the caller.
+  // stream, then waited for (unless `wait` is false).  Ranges are checked by the caller.
   CudaError memcpy_across(void* dst, int dst_dev, size_t dpitch, const void* src, int src_dev,
-                          size_t spitch, size_t width, size_t height, const Stream* s);
+                          size_t spitch, size_t width, size_t height, const Stream* s,
+                          bool wait = true);
   CudaError can_access_peer(int* can, int dev, int peer);
   CudaError enable_peer_access(int peer);
 
@@ -326,8 +329,7 @@ class Client {
   CudaError capture_end(const Stream& s, Graph** out);
   // status: 0 none, 1 active, 2 invalidated.
   CudaError capture_info(const Stream& s, unsigned* status, unsigned long long* sequence,
-                         Graph** graph,
-                         std::vector<GraphNode*>* deps = nullptr);
+                         Graph** graph, std::vector<GraphNode*>* deps = nullptr);
   // ---- graphs3 (client/graphs3.cc): stream attributes, node removal and enabling, child graphs
   // Stream attribute `a.id` (cudaStreamAttrID): set it (op 0), read it into `a` (op 1), or copy
   // every attribute of `src` onto `s` (op 2).  Values encoded as launch attributes'.
@@ -612,7 +614,14 @@ class Client {
   // link exists, with the active server's peer_copy_failures() when it was made.
   std::mutex peer_links_mu_;
   std::map<std::pair<const ServerLink*, const ServerLink*>, uint64_t> peer_links_;
-  std::atomic<uint64_t> peer_fences_{0};                       // PeerFence ids
+  std::atomic<uint64_t> peer_fences_{0};  // PeerFence ids
+  // Asynchronous copies between servers that read or write the memory of a passive device
+  // (client device -> the active devices' streams), not yet known to be over: a free on that
+  // device waits for them first (settle_peer_copies), as the servers may map each other's
+  // memory and a late copy must not see memory handed out again.
+  std::mutex peer_pending_mu_;
+  std::map<int, std::set<std::pair<int, uint64_t>>> peer_pending_;
+  void settle_peer_copies(int dev);
   std::map<uint64_t, GraphAlloc> gmem_all_;                    // every backed one, by address
   std::map<uint64_t, std::shared_ptr<GraphAlloc>> gmem_live_;  // allocated by a launch, not freed
   std::map<int, GraphMemMarks> gmem_marks_;

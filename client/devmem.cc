@@ -153,8 +153,9 @@ CudaError Client::memcpy3d_peer(const Copy3D& c, int dst_dev, int src_dev, const
     sr = box_runs(u64(c.src), c.spitch, c.sslice_rows, c.width, c.height, c.depth, false);
   }
   for (size_t i = 0; i < dr.size(); ++i) {
-    CudaError e = memcpy_peer(reinterpret_cast<void*>(dr[i].start), dst_dev,
-                              reinterpret_cast<const void*>(sr[i].start), src_dev, dr[i].bytes, s);
+    CudaError e =
+        memcpy_peer(reinterpret_cast<void*>(dr[i].start), dst_dev,
+                    reinterpret_cast<const void*>(sr[i].start), src_dev, dr[i].bytes, s, false);
     if (e != err::Success) return e;
   }
   // Without a stream: synchronous, like cudaMemcpyPeer through memcpy2d.

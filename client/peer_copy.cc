@@ -16,7 +16,8 @@ uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 }  // namespace
 
 CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const void* src, int src_dev,
-                                size_t spitch, size_t width, size_t height, const Stream* s) {
+                                size_t spitch, size_t width, size_t height, const Stream* s,
+                                bool wait) {
   if (width == 0 || height == 0) return err::Success;
   // Without a stream (cudaMemcpyPeer) the copy runs on the legacy stream of the destination.
   const int active = s ? s->device : dst_dev;
@@ -67,13 +68,34 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
       e = al->call<PeerCopyMsg>(q);
       if (e == err::Success) peer_links_[key] = failures;
       lock.unlock();
-      if (e != err::Success || s) return e;
+      if (e == err::Success && s) {
+        std::lock_guard<std::mutex> pending(peer_pending_mu_);
+        peer_pending_[passive].insert({active, s->id});
+      }
+      if (e != err::Success || s || !wait) return e;
       return stream_synchronize(Stream{dst_dev, 0, 0, 0});
     }
   }
   e = al->call<PeerCopyMsg>(q);
-  if (e != err::Success || s) return e;
+  if (e == err::Success && s) {
+    std::lock_guard<std::mutex> lock(peer_pending_mu_);
+    peer_pending_[passive].insert({active, s->id});
+  }
+  if (e != err::Success || s || !wait) return e;
   return stream_synchronize(Stream{dst_dev, 0, 0, 0});
+}
+
+void Client::settle_peer_copies(int dev) {
+  std::set<std::pair<int, uint64_t>> streams;
+  {
+    std::lock_guard<std::mutex> lock(peer_pending_mu_);
+    auto it = peer_pending_.find(dev);
+    if (it == peer_pending_.end()) return;
+    streams.swap(it->second);
+    peer_pending_.erase(it);
+  }
+  // A failed copy's error stays for the program's own synchronization (the server reported it).
+  for (const auto& [active, id] : streams) stream_synchronize(Stream{active, id});
 }
 
 }  // namespace rgpu::client

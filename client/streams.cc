@@ -315,7 +315,7 @@ CudaError Client::host_func(const Stream& s, std::function<void()> fn) {
 }
 
 CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
-                              const Stream* s) {
+                              const Stream* s, bool wait) {
   if (CudaError e = check_device(dst_dev); e != err::Success) return err::InvalidDevice;
   if (CudaError e = check_device(src_dev); e != err::Success) return err::InvalidDevice;
   if (n == 0) return err::Success;
@@ -323,16 +323,20 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   if (!map_.device_range_ok(u64(dst), n, &d) || d != dst_dev) return err::InvalidValue;
   if (!map_.device_range_ok(u64(src), n, &sd) || sd != src_dev) return err::InvalidValue;
   if (devices_[dst_dev].link != devices_[src_dev].link)  // server to server
-    return memcpy_across(dst, dst_dev, n, src, src_dev, n, n, 1, s);
+    return memcpy_across(dst, dst_dev, n, src, src_dev, n, n, 1, s, wait);
   CudaError e;
   ServerLink* l = link(dst_dev, &e);
   if (!l) return e;
   // Without a stream (cudaMemcpyPeer) the copy runs on the legacy stream of the destination.
   const int stream_dev = s ? s->device : dst_dev;
   if (stream_dev != dst_dev && stream_dev != src_dev) return kInvalidResourceHandle;
-  return l->call<MemcpyPeerMsg>(MemcpyPeerReq{devices_[dst_dev].spec.gpu, u64(dst),
-                                              devices_[src_dev].spec.gpu, u64(src), n,
-                                              devices_[stream_dev].spec.gpu, s ? s->id : 0});
+  e = l->call<MemcpyPeerMsg>(MemcpyPeerReq{devices_[dst_dev].spec.gpu, u64(dst),
+                                           devices_[src_dev].spec.gpu, u64(src), n,
+                                           devices_[stream_dev].spec.gpu, s ? s->id : 0});
+  // Without a stream (cudaMemcpyPeer, cuMemcpyPeer) the call returns once the copy is done, as
+  // memcpy_across's does.
+  if (e != err::Success || s || !wait) return e;
+  return stream_synchronize(Stream{dst_dev, 0, 0, 0});
 }
 
 CudaError Client::can_access_peer(int* can, int dev, int peer) {

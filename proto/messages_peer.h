@@ -126,7 +126,10 @@ struct PeerIpcOpenReq {
 struct PeerIpcOpenRep {
   std::string socket;  // abstract unix socket name (without its leading NUL)
   PeerSecret nonce{};
-  RGPU_FIELDS(socket, nonce)
+  // 1: once the socket is connected, the passive session's fence page follows over it (a memfd,
+  // server/peer_fences.h): copies through memory mapped earlier then need no round trip.
+  uint32_t fence_page = 0;
+  RGPU_FIELDS(socket, nonce, fence_page)
 };
 // Active -> passive, after a PeerBegin, on a link with a unix socket: the begun copy's rows as
 // memory the active server maps.  `ipc` 0: not shareable (the copy goes on with PeerRead or
@@ -154,6 +157,15 @@ struct PeerIpcMapRep {
 // Active -> passive (asynchronous): the copy PeerIpcMap mapped has completed.
 using PeerIpcDoneReq = Empty;
 using PeerIpcDoneRep = Empty;
+// Active -> passive, when a direct copy has waited long for the fence page's `reached` of GPU
+// `device`: the passive's legacy stream there is still busy (an error: cudaErrorNotReady), idle
+// (success: a fence it never stored is lost) or broken (its error).  The active server fails
+// the waiting copies unless it is busy.
+struct PeerFenceQueryReq {
+  uint32_t device = 0;
+  RGPU_FIELDS(device)
+};
+using PeerFenceQueryRep = Empty;
 
 // PeerWrite: `size` bytes follow, to be written at `offset` (asynchronous: errors come back at
 // PeerFinish).  PeerRead: the bytes come back as AsyncData frames (offsets relative to the

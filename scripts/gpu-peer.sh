@@ -9,7 +9,7 @@
 # the logs tarball before it is killed.
 #   scripts/gpu-peer.sh [BUILD_DIR]        (after scripts/gpu-e2e.sh or gpu-torch.sh built it)
 # RGPU_PEER_LIMIT: seconds per test program (240); RGPU_PEER_MAX: bench's largest copy (1G);
-# RGPU_PEER_PIPE_MAX: the pipeline bench's (256M).
+# RGPU_PEER_PIPE_MAX: the pipeline bench's (256M); RGPU_PEER_SHM_MAX: the bench over shm's (256M).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 b=${1:-build-gpu}
@@ -63,6 +63,8 @@ fi
 echo "== rgpu bench --peer (tcp), GPU 0 server -> GPU 1 server (the daemons map each other's memory)"
 RGPU_TRANSPORT=tcp RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_MAX:-1G} 2>&1 | tail -40
 grep -h "map its memory\|staging buffers" $o/b.log | sort | uniq -c | head -3
+echo "== rgpu bench --peer (shm to each server), the same daemons"
+RGPU_TRANSPORT=shm RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_SHM_MAX:-256M} 2>&1 | tail -30
 # The same through the staging pipeline over TCP: two more daemons with RGPU_PEER_IPC=0.
 RGPU_PEER_IPC=0 start d 0; RGPU_PEER_IPC=0 start e 1
 for n in d e; do for _ in $(seq 100); do [ -s $o/$n.port ] && break; sleep 0.1; done; done

@@ -1,6 +1,12 @@
 #include "server/allocation_table.h"
 
+#include "server/peer_fences.h"
+
 namespace rgpu::server {
+
+void AllocationTable::freed() const {
+  if (frees_) peer_fence_bump(*frees_);
+}
 
 bool AllocationTable::contains(uint64_t p, uint64_t size, uint64_t born_by) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -63,14 +63,23 @@ class AllocationTable {
   std::vector<uint64_t> allocations() const;
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!ranges_.empty()) freed();
     ranges_.clear();
     freeable_bytes_ = 0;
   }
+  // Every range that leaves the table from now on bumps *word (atomically: another rgpud reads
+  // it, server/peer_fences.h).  Not copied with the table.
+  void count_frees(uint32_t* word) {
+    std::lock_guard<std::mutex> lock(mu_);
+    frees_ = word;
+  }
 
  private:
+  void freed() const;
   bool erase(uint64_t base) {
     auto it = ranges_.find(base);
     if (it == ranges_.end()) return false;
+    freed();
     if (it->second.freeable) freeable_bytes_ -= it->second.size;
     ranges_.erase(it);
     return true;
@@ -85,6 +94,7 @@ class AllocationTable {
   std::map<uint64_t, Range> ranges_;
   uint64_t freeable_bytes_ = 0;
   uint64_t stamp_ = 0;
+  uint32_t* frees_ = nullptr;
   mutable std::mutex mu_;
 };
 

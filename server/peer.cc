@@ -73,11 +73,36 @@ PeerHost& Session::peer_host() {
     hooks.stamp_at = [this](int dev, uint64_t ptr) {
       return dev >= 0 && static_cast<size_t>(dev) < allocs_.size() ? allocs_[dev].stamp_at(ptr) : 0;
     };
+    hooks.fence_page_fd = [this] { return peer_fence_fd(); };
+    hooks.fence_query = [this](uint32_t dev) {
+      if (Status s = check_device(dev); !s.ok()) return s;
+      return exec_.stream_query(static_cast<int>(dev), 0);
+    };
     peer_host_ =
         std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s,
                                    std::move(hooks), config_.peer_tls);
   }
   return *peer_host_;
+}
+
+int Session::peer_fence_fd() {
+  std::lock_guard<std::mutex> lock(peer_fences_mu_);
+  if (!peer_fences_) {
+    std::string why;
+    peer_fences_ = PeerFenceMap::create(exec_, why);
+    if (!peer_fences_) {
+      LOG_INFO("peer copies: no fence page (%s); every copy asks the passive server", why.c_str());
+      return -1;
+    }
+    if (allocs_.size() > kPeerFenceDevices) {
+      peer_fences_.reset();
+      return -1;
+    }
+    // From now on every free counts (the tables have their own locks).
+    for (AllocationTable& t : allocs_) t.count_frees(&peer_fences_->page()->frees);
+    peer_page_.store(peer_fences_->page(), std::memory_order_release);
+  }
+  return peer_fences_->fd();
 }
 
 Status Session::on(PeerTicketMsg, const Empty&, PeerTicketRep& rep) {
@@ -95,6 +120,14 @@ Status Session::on(PeerFenceMsg, const PeerFenceReq& q, Empty&) {
   if (Status s = mark_legacy(static_cast<int>(q.device), event); !s.ok()) return s;
   // What was allocated by now is what the copy may name (AllocationTable stamps).
   peer_host().fence(q.fence, static_cast<int>(q.device), event, allocs_[q.device].stamp());
+  // For copies through memory a server on this machine mapped before: the legacy stream stores
+  // the fence when it gets there, then the page says this fence was handled (and so every free
+  // the client asked for before it: PeerCopier::try_direct).
+  if (PeerFencePage* page = peer_page_.load(std::memory_order_acquire)) {
+    const auto f = static_cast<uint32_t>(q.fence);
+    if (exec_.gate_signal(static_cast<int>(q.device), 0, &page->reached[q.device], f).ok())
+      peer_fence_store(page->processed[q.device], f);
+  }
   return Status::success();
 }
 
@@ -108,10 +141,6 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
-  // Staging first, while nothing waits for this copy (StagingPool::reserve); and so the unmaps
-  // that earlier copies left (PeerImports::flush).
-  peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
-  if (peer_copier_) peer_copier_->flush_unmaps();
   PeerJob job;
   job.local = PeerRows{dev, q.local, q.height > 1 ? q.local_pitch : q.width, q.width, q.height};
   job.remote = PeerBeginReq{q.remote_device, q.remote, q.remote_pitch, q.width, q.height, q.fence};
@@ -121,6 +150,14 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   job.ticket = q.ticket;
   job.secret = q.secret;
   job.tls_pin = q.tls_pin;
+  if (peer_copier_) {
+    // The unmaps that earlier copies left (PeerImports::flush), while nothing waits for this one.
+    peer_copier_->flush_unmaps();
+    // Memory of a server on this machine mapped here before: the copy goes on the stream itself.
+    if (Status direct; peer_copier_->try_direct(job, h, direct)) return direct;
+  }
+  // Staging first, while nothing waits for this copy (StagingPool::reserve).
+  peer_pool().reserve(peer_chunk_bytes(q.width * q.height), 2);
   // The copy thread starts once the stream's earlier work is done (this event), and the stream's
   // later work waits at its gate until the copy has ended.
   if (Status s = exec_.event_create(dev, kEventDisableTiming, job.after_event); !s.ok()) return s;
@@ -146,9 +183,11 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
     return s;
   }
   if (!peer_copier_)
-    peer_copier_ =
-        std::make_unique<PeerCopier>(exec_, peer_pool(), config_.token,
-                                     std::min(config_.client_timeout_s, 10), peer_import_hooks());
+    peer_copier_ = std::make_unique<PeerCopier>(
+        exec_, peer_pool(), config_.token, std::min(config_.client_timeout_s, 10),
+        peer_import_hooks(), [this](const Status& s) {
+          push_async_error(0, static_cast<uint16_t>(MsgId::PeerCopy), s);  // a link's thread
+        });
   const uint64_t request_id = current_->header.request_id;
   const uint16_t type = current_->header.type;
   peer_copier_->start(std::move(job), [this, word, seq, request_id, type](const Status& s) {
@@ -171,5 +210,8 @@ Status Session::on(PeerIpcMapMsg, const PeerIpcMapReq&, PeerIpcMapRep&) {
   return link_only("PeerIpcMap");
 }
 Status Session::on(PeerIpcDoneMsg, const Empty&, Empty&) { return link_only("PeerIpcDone"); }
+Status Session::on(PeerFenceQueryMsg, const PeerFenceQueryReq&, Empty&) {
+  return link_only("PeerFenceQuery");
+}
 
 }  // namespace rgpu::server

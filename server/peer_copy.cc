@@ -64,12 +64,13 @@ bool PeerJob::has_ticket() const {
 }
 
 PeerCopier::PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
-                       int timeout_s, PeerImports::Hooks imports)
+                       int timeout_s, PeerImports::Hooks imports, Done failed)
     : exec_(exec),
       pool_(pool),
       token_(std::move(token)),
       timeout_s_(timeout_s > 0 ? timeout_s : 10),
-      import_hooks_(std::move(imports)) {}
+      import_hooks_(std::move(imports)),
+      failed_(std::move(failed)) {}
 
 void PeerCopier::start(PeerJob job, Done done) {
   std::string refused;
@@ -141,7 +142,17 @@ void PeerCopier::work(Link& l) {
     Job j;
     {
       std::unique_lock<std::mutex> lock(l.mu);
-      l.cv.wait(lock, [&] { return !l.queue.empty() || l.closing || l.cancelled; });
+      while (l.queue.empty() && !l.closing && !l.cancelled) {
+        if (!watching(l)) {
+          l.cv.wait(lock);
+          continue;
+        }
+        // Direct copies wait for the peer: look at them now and then.
+        l.cv.wait_for(lock, std::chrono::milliseconds(200));
+        lock.unlock();
+        watch(l);
+        lock.lock();
+      }
       if (l.queue.empty()) break;
       j = std::move(l.queue.front());
       l.queue.pop_front();
@@ -160,17 +171,23 @@ void PeerCopier::work(Link& l) {
     if (l.trace.on)
       LOG_NOTICE("peer copy of %llu bytes: %s",
                  static_cast<unsigned long long>(j.job.local.bytes()), l.trace.phases.c_str());
+    if (watching(l)) watch(l);
   }
+  end_direct(l, l.failed.empty() ? "the link to it ended" : "peer link failed: " + l.failed);
   l.ch.reset();
   std::unique_ptr<transport::Connection> conn;
   {
     std::lock_guard<std::mutex> lock(l.mu);
     conn = std::move(l.conn);
   }
-  conn.reset();  // the peer's link thread ends
-  l.imports->clear();
+  conn.reset();         // the peer's link thread ends
+  l.imports->retire();  // unmapped by the dispatcher once no stream uses them (flush_unmaps)
   if (l.ipc >= 0) ::close(l.ipc);
   l.ipc = -1;
+  if (l.fences) {
+    std::lock_guard<std::mutex> lock(mu_);
+    old_fences_.push_back(std::move(l.fences));
+  }
   l.streams.destroy(exec_);
   std::lock_guard<std::mutex> lock(l.mu);
   l.done = true;
@@ -193,7 +210,10 @@ Status PeerCopier::run(Link& l, const PeerJob& job) {
   uint64_t stream = 0;
   if (Status c = l.streams.get(exec_, job.local.dev, stream); !c.ok()) return c;
   try {
-    if (!l.ch) connect(l, job);
+    if (!l.ch) {
+      l.name = job.remote_name + " (" + job.endpoint + ")";
+      connect(l, job);
+    }
     return transfer(l, job, stream);
   } catch (const std::exception& e) {
     l.failed = e.what();
@@ -249,10 +269,27 @@ void PeerCopier::open_ipc(Link& l) {
   Status s = await_reply(ch, type, id, &rep);
   std::string why = s.message;
   if (s.ok()) l.ipc = peer_ipc_connect(rep.socket, rep.nonce, timeout_s_, why);
-  if (l.ipc >= 0)
-    LOG_INFO("peer link: the peer runs on this machine; copies map its memory (CUDA IPC)");
-  else
+  if (l.ipc < 0) {
     LOG_DEBUG("peer link: copies go through staging buffers: %s", why.c_str());
+    return;
+  }
+  LOG_INFO("peer link: the peer runs on this machine; copies map its memory (CUDA IPC)");
+  if (!rep.fence_page) return;
+  int fd = -1;
+  try {
+    fd = peer_ipc_recv_fd(l.ipc);
+  } catch (const std::exception& e) {  // the socket is no use: staging buffers
+    LOG_INFO("peer link: no memory sharing with the peer: %s", e.what());
+    ::close(l.ipc);
+    l.ipc = -1;
+    return;
+  }
+  l.fences = PeerFenceMap::attach(exec_, fd, why);
+  if (!l.fences) {
+    LOG_INFO("peer link: every copy asks the peer (%s)", why.c_str());
+    return;
+  }
+  l.direct.store(true, std::memory_order_release);
 }
 
 // The passive rgpud runs TLS: the link is routed to its session in plain (PeerRoute, the
@@ -344,6 +381,8 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
   channel::Channel& ch = *l.ch;
   const uint16_t type = static_cast<uint16_t>(MsgId::PeerIpcMap);
   const int dev = job.local.dev;
+  // The frees the passive session had made by now: its answer accounts for every one of them.
+  const uint32_t frees = l.fences ? peer_fence_load(l.fences->page()->frees) : 0;
   uint64_t id = ch.next_request_id();
   ch.send(type, kFlagSync, id,
           encode_message(PeerIpcMapReq{static_cast<uint32_t>(dev), l.imports->take_forgotten()}));
@@ -369,6 +408,7 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
     return false;
   }
   l.ipc_failures = 0;
+  l.checked_frees.store((uint64_t{1} << 32) | frees, std::memory_order_release);
   const backend::Rect r{job.local.width, job.local.height};
   out = job.push
             ? exec_.copy_on_device(dev, remote, rpitch, job.local.base, job.local.pitch, r, stream)

@@ -9,6 +9,7 @@
 // fails its waiting copies and is dropped; the client's next copy brings a new ticket.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -24,6 +25,7 @@
 #include "backend/executor.h"
 #include "channel/channel.h"
 #include "proto/messages.h"
+#include "server/peer_fences.h"
 #include "server/peer_ipc.h"
 #include "server/peer_pipe.h"
 #include "transport/connection.h"
@@ -49,8 +51,10 @@ class PeerCopier {
   // `token`: what the peer link answers a token challenge with (rgpud's own --token-file);
   // `timeout_s`: connecting, the handshake, and any silence mid-copy.
   // `imports`: address space for the memory of peers on this machine (server/peer_ipc.h).
+  // `failed`: direct copies (try_direct) failed after they were queued (a link's thread): the
+  // session reports it to the client as an asynchronous error.
   PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
-             int timeout_s, PeerImports::Hooks imports);
+             int timeout_s, PeerImports::Hooks imports, Done failed);
   ~PeerCopier() { stop(); }
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
@@ -58,6 +62,13 @@ class PeerCopier {
   // Queues `job` on its link (made now when the job has a ticket); `done(status)` is called on
   // the link's thread when it ends (or here, at once, when there is no link to queue it on).
   void start(PeerJob job, Done done);
+  // The direct path (server/peer_fences.h; the dispatcher): when the job's link maps the peer's
+  // memory already, has seen no free there since, and the peer has handled the job's fence, the
+  // copy goes on `stream` itself: a wait on the GPU for the peer's legacy stream to reach the
+  // fence, then one DMA.  No round trip, no gate.  False: take start() (`out` unset); true: done
+  // or failed (`out`).  A link's thread watches the waits: a peer gone or broken fails them
+  // within seconds (`failed`) and opens them.
+  bool try_direct(const PeerJob& job, uint64_t stream, backend::Status& out);
   // The session ends: links are shut down (copies fail), threads joined.
   void stop();
   // Waits (at most `limit`) until every copy started has run its `done`; false when some still
@@ -102,8 +113,27 @@ class PeerCopier {
     int ipc = -1;          // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
     int ipc_failures = 0;  // imports in a row that failed
     std::unique_ptr<PeerImports> imports;  // the peer's memory mapped here
+    // The direct path: the passive session's fence page mapped here (set before `direct`).
+    std::unique_ptr<PeerFenceMap> fences;
+    std::atomic<bool> direct{false};
+    // Bit 32 set: the imports were all checked by a PeerIpcMap when the page's `frees` was the
+    // low 32 bits.
+    std::atomic<uint64_t> checked_frees{0};
+    struct Wait {
+      uint32_t fence = 0;  // the newest fence a direct copy waits for on this GPU of the peer
+      std::chrono::steady_clock::time_point since, asked;
+    };
+    std::mutex direct_mu;  // waits, direct_closed; never held across a backend call or I/O
+    std::map<uint32_t, Wait> waits;  // by the peer's GPU
+    bool direct_closed = false;
+    std::string name;  // "name (endpoint)" of the peer, for messages
   };
   void work(Link& link);
+  // The link's thread: direct copies whose fence is late make it ask the peer (PeerFenceQuery).
+  bool watching(Link& link);
+  void watch(Link& link);
+  // Direct copies waiting on this link fail (`why`) and their streams go on; no more are taken.
+  void end_direct(Link& link, const std::string& why);
   backend::Status run(Link& link, const PeerJob& job);
   void connect(Link& link, const PeerJob& job);
   void connect_tls(Link& link, const PeerJob& job);
@@ -118,12 +148,15 @@ class PeerCopier {
   const std::optional<std::string> token_;
   const int timeout_s_;
   const PeerImports::Hooks import_hooks_;
+  const Done failed_;
   std::mutex mu_;  // links_, all_, stopping_, busy_
   std::condition_variable idle_cv_;
   size_t busy_ = 0;  // copies queued or running: their `done` has not run yet
   std::map<std::string, std::shared_ptr<Link>> links_;  // the live link to each endpoint
   std::vector<std::shared_ptr<Link>> all_;              // every link whose thread runs
   bool stopping_ = false;
+  // Fence pages of ended links: a GPU may still read them (kept for the session's life).
+  std::vector<std::unique_ptr<PeerFenceMap>> old_fences_;
 };
 
 }  // namespace rgpu::server

@@ -386,6 +386,11 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
         }
         if (ipc_sock >= 0) exports.map(exec_, rows, begun_stamp, q.importer, ipc_sock, rep);
         ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerFenceQuery)) {
+        auto q = decode_message<PeerFenceQueryReq>(body.data(), body.size());
+        reply(h.type, h.request_id,
+              hooks_.fence_query ? hooks_.fence_query(q.device)
+                                 : Status::fail(err::NotSupported, "no fence page"));
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerIpcDone)) {
         counted(false);  // the peer's DMA is over
         begun = Status::fail(err::InvalidValue, "a peer copy without PeerBegin");
@@ -418,6 +423,8 @@ int PeerHost::open_ipc(channel::Channel& ch, const FrameHeader& h,
     return -1;
   }
   random_bytes(rep.nonce.data(), rep.nonce.size());
+  const int page = hooks_.fence_page_fd ? hooks_.fence_page_fd() : -1;
+  rep.fence_page = page >= 0 ? 1 : 0;
   try {
     ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
   } catch (...) {
@@ -426,6 +433,15 @@ int PeerHost::open_ipc(channel::Channel& ch, const FrameHeader& h,
   }
   int sock = peer_ipc_accept(listener, rep.nonce, kConnectSec, why);
   ::close(listener);
+  if (sock >= 0 && page >= 0) {
+    try {
+      peer_ipc_send_fd(sock, page);  // the session's: it stays open here
+    } catch (const std::exception& e) {
+      why = e.what();
+      ::close(sock);
+      sock = -1;
+    }
+  }
   if (sock < 0) LOG_INFO("peer link: no memory sharing with the peer: %s", why.c_str());
   return sock;
 }

@@ -43,6 +43,11 @@ class PeerHost {
     std::function<void(int dev, uint64_t event)> release_event;
     // The stamp of the allocation that holds (dev, ptr), 0 for none (PeerExports).
     std::function<uint64_t(int dev, uint64_t ptr)> stamp_at;
+    // The session's fence page (server/peer_fences.h), made at the first call: its memfd (the
+    // session's; -1 when it cannot have one).
+    std::function<int()> fence_page_fd;
+    // PeerFenceQuery: the state of GPU `dev`'s legacy stream (Executor::stream_query).
+    std::function<backend::Status(uint32_t dev)> fence_query;
   };
   // `control`: the session's control socket to rgpud; `timeout_s`: a link that stays silent
   // this long mid-copy is dropped (and how long a copy waits for its fence).

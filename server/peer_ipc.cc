@@ -172,46 +172,26 @@ int peer_ipc_connect(const std::string& name, const PeerSecret& nonce, int timeo
 }
 
 void peer_ipc_send_fd(int sock, int fd) {
-  char byte = 0;
-  iovec v{&byte, 1};
-  char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &v;
-  m.msg_iovlen = 1;
-  m.msg_control = ctrl;
-  m.msg_controllen = sizeof ctrl;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  const char byte = 0;
   ssize_t n;
   do {
-    n = ::sendmsg(sock, &m, MSG_NOSIGNAL);
+    n = send_control(sock, &byte, 1, fd);
   } while (n < 0 && errno == EINTR);
   if (n != 1) throw std::runtime_error(sys_error("sending a memory descriptor to the peer"));
 }
 
 int peer_ipc_recv_fd(int sock) {
   char byte;
-  iovec v{&byte, 1};
-  char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &v;
-  m.msg_iovlen = 1;
-  m.msg_control = ctrl;
-  m.msg_controllen = sizeof ctrl;
+  int fd = -1;
   ssize_t n;
   do {
-    n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+    n = recv_control(sock, &byte, 1, fd, 0);
   } while (n < 0 && errno == EINTR);
-  if (n != 1) throw std::runtime_error("the peer's memory descriptor did not come");
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-      c->cmsg_len != CMSG_LEN(sizeof(int)))
-    throw std::runtime_error("the peer sent a byte without a memory descriptor");
-  int fd;
-  memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  if (n != 1) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("the peer's memory descriptor did not come");
+  }
+  if (fd < 0) throw std::runtime_error("the peer sent a byte without a memory descriptor");
   return fd;
 }
 
@@ -293,7 +273,7 @@ bool PeerImports::apply(int dev, uint32_t remote_dev, uint64_t near, uint64_t ex
   if (!rep.ipc && rep.fd_follows) throw std::runtime_error("the peer sent a descriptor unasked");
   const uint32_t local = static_cast<uint32_t>(dev), remote = remote_dev;
   const Key key{local, remote, rep.base};
-  Import held{0, 0};
+  Import held;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i + 2 < rep.drops.size(); i += 3) {
@@ -335,7 +315,7 @@ bool PeerImports::apply(int dev, uint32_t remote_dev, uint64_t near, uint64_t ex
       why = "cannot map the peer's memory: " + s.message;
       return false;
     }
-    held = Import{a, rep.size};
+    held = Import{a, rep.size, {}};
     imports_[key] = held;
   } else if (held.size == 0) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -356,14 +336,93 @@ std::vector<uint64_t> PeerImports::take_forgotten() {
   return out;
 }
 
+bool PeerImports::find(int dev, uint32_t remote_dev, uint64_t remote, uint64_t extent, Found& out) {
+  const auto d = static_cast<uint32_t>(dev);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = imports_.upper_bound(Key{d, remote_dev, remote});
+  if (it == imports_.begin()) return false;
+  --it;
+  const auto& [kd, kr, base] = it->first;
+  const Import& im = it->second;
+  if (kd != d || kr != remote_dev || remote < base || remote - base > im.size ||
+      extent > im.size - (remote - base))
+    return false;
+  out.addr = im.addr + (remote - base);
+  out.key = it->first;
+  return true;
+}
+
+PeerImports::Import* PeerImports::lookup(const Key& k) {
+  if (auto it = imports_.find(k); it != imports_.end()) return &it->second;
+  for (auto& [key, im] : later_)
+    if (key == k) return &im;
+  return nullptr;
+}
+
+void PeerImports::note_use(const Found& f, uint64_t stream) {
+  constexpr unsigned kEventDisableTiming = 2;
+  const int dev = static_cast<int>(std::get<0>(f.key));
+  uint64_t event = 0;
+  bool known = false;  // the stream has used it before: its event is recorded again
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Import* im = lookup(f.key);
+    if (!im) return;  // cannot be: only this thread (the dispatcher's flush) unmaps
+    for (const auto& [s, e] : im->uses)
+      if (s == stream) {
+        known = true;
+        event = e;
+      }
+  }
+  if (known) {
+    // 0: no event could be made; the import stays mapped for the session's life anyway.
+    if (event && !exec_.event_record(dev, event, stream).ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Import* im = lookup(f.key))
+        for (auto& [s, e] : im->uses)
+          if (s == stream) e = 0;  // its event no longer tells: never unmapped (leaks the event)
+    }
+    return;
+  }
+  if (!exec_.event_create(dev, kEventDisableTiming, event).ok()) event = 0;
+  if (event && !exec_.event_record(dev, event, stream).ok()) {
+    exec_.event_destroy(dev, event);
+    event = 0;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Import* im = lookup(f.key)) im->uses.push_back({stream, event});
+}
+
+bool PeerImports::unused(const Key& k, const Import& im) {
+  const int dev = static_cast<int>(std::get<0>(k));
+  for (const auto& [s, e] : im.uses)
+    if (e == 0 || exec_.event_query(dev, e).code == err::NotReady) return false;
+  return true;
+}
+
+void PeerImports::retire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& kv : imports_) later_.push_back(kv);
+  imports_.clear();
+  forgotten_.clear();
+}
+
 // Unmapping may wait for the GPU's streams: never under mu_ (a copy takes it).
 void PeerImports::flush() {
-  std::vector<std::pair<Key, Import>> gone;
+  std::vector<std::pair<Key, Import>> gone, busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
     gone.swap(later_);
   }
-  for (auto& [k, im] : gone) unmap(k, im);
+  for (auto& [k, im] : gone) {
+    if (unused(k, im))
+      unmap(k, im);
+    else
+      busy.push_back({k, im});
+  }
+  if (busy.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  later_.insert(later_.end(), busy.begin(), busy.end());
 }
 
 void PeerImports::forget_device(int dev) {
@@ -401,11 +460,22 @@ void PeerImports::clear() {
     imports_.clear();
     forgotten_.clear();
   }
-  for (auto& [k, im] : gone) unmap(k, im);
+  for (auto& [k, im] : gone) {
+    if (unused(k, im)) {
+      unmap(k, im);
+    } else {
+      // A stream may still copy through it: unmapping now could fault the GPU's context.  The
+      // mapping goes with the session's.
+      LOG_DEBUG("a peer's memory at 0x%llx stays mapped: a stream may still use it",
+                static_cast<unsigned long long>(im.addr));
+    }
+  }
 }
 
 void PeerImports::unmap(const Key& k, const Import& im) {
   const int dev = static_cast<int>(std::get<0>(k));
+  for (const auto& [s, e] : im.uses)
+    if (e) exec_.event_destroy(dev, e);
   if (Status s = exec_.ipc_mem_close(dev, im.addr, im.size); !s.ok()) {
     // Still mapped: its address space stays reserved (never handed out over live memory).
     LOG_WARN("unmapping a peer's memory at 0x%llx: %s", static_cast<unsigned long long>(im.addr),

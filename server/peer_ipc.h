@@ -92,22 +92,40 @@ class PeerImports {
              const proto::PeerIpcMapRep& rep, int sock, uint64_t& addr, std::string& why);
   // What the importer let go of on its own since the last call (for PeerIpcMapReq::forget).
   std::vector<uint64_t> take_forgotten();
+  // A direct copy (PeerCopier::try_direct, the dispatcher): where the remote rows (`extent`
+  // bytes from `remote` on the peer's GPU `remote_dev`) lie here on GPU `dev`, when an import
+  // holds them.  Then note_use() once the copy is on `stream`: the import is not unmapped before
+  // the stream is past it.
+  struct Found {
+    uint64_t addr = 0;
+    std::tuple<uint32_t, uint32_t, uint64_t> key;
+  };
+  bool find(int dev, uint32_t remote_dev, uint64_t remote, uint64_t extent, Found& out);
+  void note_use(const Found& f, uint64_t stream);
+  // The link ended: every import goes to flush(), which unmaps it once no stream uses it.
+  void retire();
   // Unmapping may wait for the GPU's streams (the host backend synchronizes them; cuMemUnmap did
   // not on two H200s, but nothing promises it), and a stream held at a copy's gate waits for the
   // copy: so a copy never unmaps; what it lets go of is unmapped by flush(), which the session's
-  // dispatcher calls before it holds a stream for a copy (as StagingPool::reserve), or when the
-  // link ends.
+  // dispatcher calls before each copy between servers (as StagingPool::reserve).  An import a
+  // direct copy's stream has not passed yet stays for a later flush (never waited for).
   void flush();
   // The dispatcher, after PeerCopier::wait_idle: everything mapped on GPU `dev` goes.
   void forget_device(int dev);
+  // Everything goes (the session ends); an import a stream may still use stays mapped.
   void clear();
 
  private:
   struct Import {
-    uint64_t addr, size;
+    uint64_t addr = 0, size = 0;
+    // Direct copies' streams and an event recorded after each one's latest copy (0: none could
+    // be made; the import then stays mapped for the session's life).
+    std::vector<std::pair<uint64_t, uint64_t>> uses;
   };
   using Key = std::tuple<uint32_t, uint32_t, uint64_t>;  // importer GPU, exporter GPU, base
   void unmap(const Key& k, const Import& im);
+  bool unused(const Key& k, const Import& im);  // no stream is before its uses' ends
+  Import* lookup(const Key& k);                 // under mu_: in imports_ or later_
   backend::Executor& exec_;
   const Hooks hooks_;
   std::mutex mu_;

@@ -39,6 +39,7 @@
 #include "server/output_capture.h"
 #include "server/payload.h"
 #include "server/peer_copy.h"
+#include "server/peer_fences.h"
 #include "server/peer_host.h"
 #include "server/waiter.h"
 #include "transport/connection.h"
@@ -432,6 +433,12 @@ class Session {
   // Before loading or unloading code on the GPU (module loads, functions, globals): waits for
   // this session's copies to other servers to end (PeerCopier::wait_idle says why).
   void settle_peer_copies(const char* why);
+  // This session's fence page (server/peer_fences.h), made when the first link from a server on
+  // this machine asks for it (a link's thread); its memfd, -1 when there is none.
+  int peer_fence_fd();
+  std::mutex peer_fences_mu_;
+  std::unique_ptr<PeerFenceMap> peer_fences_;
+  std::atomic<PeerFencePage*> peer_page_{nullptr};  // peer_fences_'s, for the dispatcher
   std::unique_ptr<StagingPool> peer_pool_;
   std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
   std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end

@@ -426,6 +426,26 @@ class CudaExecutor final : public Executor {
         },
         g));
   }
+  Status gate_signal(int dev, uint64_t stream, uint32_t* word, uint32_t value) override {
+    if (Status s = use(dev); !s.ok()) return s;
+    if (!cpu_gates_.load(std::memory_order_relaxed)) {
+      CUdeviceptr d = 0;
+      if (CUresult r = drv_.cuMemHostGetDevicePointer_v2(&d, word, 0); r != CUDA_SUCCESS)
+        return check(r);
+      return cuda_stream_mem_ops(drv_, cu(stream),
+                                 {MemOp{CU_STREAM_MEM_OP_WRITE_VALUE_32, 0, d, value}});
+    }
+    // No stream memory operations: a host function stores it (a store and a wakeup: no wait).
+    auto* g = new std::pair<uint32_t*, uint32_t>(word, value);
+    return check(drv_.cuLaunchHostFunc(
+        cu(stream),
+        [](void* a) {
+          auto* g = static_cast<std::pair<uint32_t*, uint32_t>*>(a);
+          open_gate(g->first, g->second);
+          delete g;
+        },
+        g));
+  }
 
   // ---- native graphs: capture, instantiate, launch (server/graphs_native.cc)
   Status capture_begin(int dev, uint64_t stream) override {

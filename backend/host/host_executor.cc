@@ -448,6 +448,9 @@ class HostExecutor final : public Executor {
     // A device-side wait: the stream's worker waits, holding no driver lock.
     return submit(dev, stream, [=] { wait_gate(word, value); });
   }
+  Status gate_signal(int dev, uint64_t stream, uint32_t* word, uint32_t value) override {
+    return submit(dev, stream, [=] { open_gate(word, value); });
+  }
 
   // ---- native graphs: the test double records a captured stream's work (submit) and runs it
   // again, in order, as one piece of work on the launch's stream.

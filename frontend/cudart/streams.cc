@@ -193,10 +193,8 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   return ret(core().enable_peer_access(peerDevice));
 }
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
-  // Synchronous: on the legacy stream of the destination, then wait for it.
-  CudaError e = core().memcpy_peer(dst, dstDevice, src, srcDevice, count, nullptr);
-  if (e == err::Success && count) e = core().stream_synchronize(client::Stream{dstDevice, 0, 0, 0});
-  return ret(e);
+  // Synchronous: on the legacy stream of the destination, which Client::memcpy_peer waits for.
+  return ret(core().memcpy_peer(dst, dstDevice, src, srcDevice, count, nullptr));
 }
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
                                 size_t count, cudaStream_t stream) {

@@ -123,10 +123,61 @@ int kill_mode() {
   return 1;
 }
 
+// "direct": 50 copies 0 -> 1 of the same buffers (pulled by 1), each after a kernel on 0 that
+// changes the source; the bytes checked.  Between rgpuds on one machine these go the direct
+// path (server/peer_fences.h), which the test reads in rgpud's log.
+int direct_mode() {
+  const int N = 1 << 16;
+  int *a, *b;
+  REQUIRE_OK(cudaSetDevice(0));
+  REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+  REQUIRE_OK(cudaSetDevice(1));
+  REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
+  std::vector<int> back(N);
+  int wrong = 0;
+  for (int i = 0; i < 50; ++i) {
+    REQUIRE_OK(cudaSetDevice(0));
+    slow_fill<<<1, 256>>>(a, i, N, i % 10 == 0 ? 50ull * 1000 * 1000 : 0);
+    REQUIRE_OK(cudaMemcpyPeer(b, 1, a, 0, N * sizeof(int)));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+    if (!all_equal(back.data(), N, i)) ++wrong;
+  }
+  printf("direct copies wrong: %d\n", wrong);
+  return wrong ? 1 : 0;
+}
+
+// "killwait": a copy pulled by 1 from 0 waits behind a kernel of a minute on 0; the test kills
+// server 0 meanwhile: the copy's stream must fail within seconds, not wait for ever.
+int kill_wait_mode() {
+  const int N = 4096;
+  int *a, *b;
+  REQUIRE_OK(cudaSetDevice(0));
+  REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+  REQUIRE_OK(cudaMemset(a, 0, N * sizeof(int)));
+  REQUIRE_OK(cudaSetDevice(1));
+  REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
+  cudaStream_t s1;
+  REQUIRE_OK(cudaStreamCreate(&s1));
+  for (int i = 0; i < 3; ++i) REQUIRE_OK(cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s1));
+  REQUIRE_OK(cudaStreamSynchronize(s1));
+  REQUIRE_OK(cudaSetDevice(0));
+  slow_fill<<<1, 256>>>(a, 5, N, 60ull * 1000 * 1000 * 1000);
+  REQUIRE_OK(cudaSetDevice(1));
+  cudaError_t e = cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s1);
+  printf("waiting\n");
+  fflush(stdout);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s1);
+  printf("copy %s: %s\n", e == cudaSuccess ? "succeeded" : "failed", cudaGetErrorName(e));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_mode();
+  if (argc > 1 && strcmp(argv[1], "direct") == 0) return direct_mode();
+  if (argc > 1 && strcmp(argv[1], "killwait") == 0) return kill_wait_mode();
   int count = 0;
   REQUIRE_OK(cudaGetDeviceCount(&count));
   EXPECT_TRUE(count >= 2, "at least two devices");
@@ -265,6 +316,57 @@ int main(int argc, char** argv) {
     cudaFree(b);
     REQUIRE_OK(cudaSetDevice(0));
     cudaStreamDestroy(s0);
+    cudaFree(a);
+  }
+  // The same buffers again (between rgpuds on one machine, the direct path): a slow kernel on
+  // the passive server's legacy stream before each copy, pulled and pushed; then the source freed
+  // and allocated again each time (what a mapping of the old memory would not see).
+  {
+    const int N = 4096;
+    int *a, *b;
+    std::vector<int> back(N);
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
+    cudaStream_t s1;
+    REQUIRE_OK(cudaStreamCreate(&s1));
+    bool pulled = true, pushed = true, fresh = true;
+    for (int i = 1; i <= 4; ++i) {
+      REQUIRE_OK(cudaSetDevice(0));
+      slow_fill<<<1, 256>>>(a, 100 + i, N, 100ull * 1000 * 1000);
+      REQUIRE_OK(cudaSetDevice(1));
+      EXPECT_OK(cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s1));  // pulled by 1
+      add_one<<<64, 256, 0, s1>>>(b, N);
+      EXPECT_OK(cudaStreamSynchronize(s1));
+      REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+      pulled = pulled && all_equal(back.data(), N, 100 + i + 1);
+      REQUIRE_OK(cudaSetDevice(0));
+      slow_fill<<<1, 256>>>(a, 7, N, 100ull * 1000 * 1000);
+      REQUIRE_OK(cudaSetDevice(1));
+      EXPECT_OK(cudaMemcpyPeerAsync(a, 0, b, 1, N * sizeof(int), s1));  // pushed by 1
+      EXPECT_OK(cudaStreamSynchronize(s1));
+      REQUIRE_OK(cudaSetDevice(0));
+      REQUIRE_OK(cudaMemcpy(back.data(), a, N * sizeof(int), cudaMemcpyDeviceToHost));
+      pushed = pushed && all_equal(back.data(), N, 100 + i + 1);
+    }
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE_OK(cudaSetDevice(0));
+      REQUIRE_OK(cudaFree(a));
+      REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+      slow_fill<<<1, 256>>>(a, 200 + i, N, 0);
+      REQUIRE_OK(cudaSetDevice(1));
+      EXPECT_OK(cudaMemcpyPeerAsync(b, 1, a, 0, N * sizeof(int), s1));
+      EXPECT_OK(cudaStreamSynchronize(s1));
+      REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+      fresh = fresh && all_equal(back.data(), N, 200 + i);
+    }
+    EXPECT_TRUE(pulled, "repeated copies pulled from a server wait for its earlier work");
+    EXPECT_TRUE(pushed, "repeated copies pushed to a server land after its earlier work");
+    EXPECT_TRUE(fresh, "copies from memory freed and allocated again read the new memory");
+    cudaStreamDestroy(s1);
+    cudaFree(b);
+    REQUIRE_OK(cudaSetDevice(0));
     cudaFree(a);
   }
   // Memory freed on the passive server while copies from it run (pulled by 0 from 1): each copy

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <stdexcept>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 namespace rgpu::test {
 namespace {
@@ -213,7 +212,9 @@ void Child::kill_and_wait(int sig) {
   out_fd = -1;
 }
 
-Daemon::Daemon(std::vector<std::string> extra) {
+Daemon::Daemon(std::vector<std::string> extra) : Daemon(std::move(extra), {}, "") {}
+
+Daemon::Daemon(std::vector<std::string> extra, const Env& more_env, const std::string& log_file) {
   char tmpl[] = "/tmp/rgpud-port-XXXXXX";
   int fd = mkstemp(tmpl);
   close(fd);
@@ -228,9 +229,17 @@ Daemon::Daemon(std::vector<std::string> extra) {
   for (auto& a : extra) has_backend = has_backend || a == "--backend";
   if (!has_backend) argv.insert(argv.end(), {"--backend", "host"});
   argv.insert(argv.end(), extra.begin(), extra.end());
-  const Launch launch(argv, {{"RGPU_LOG", "warn"}}, false);
+  Env env{{"RGPU_LOG", "warn"}};
+  for (const auto& [k, v] : more_env) env[k] = v;
+  const Launch launch(argv, env, false);
   pid_ = fork();
-  if (pid_ == 0) launch.exec();
+  if (pid_ == 0) {
+    if (!log_file.empty()) {
+      int log = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      if (log >= 0) dup2(log, 2);
+    }
+    launch.exec();
+  }
   auto deadline = Clock::now() + std::chrono::seconds(20);
   while (Clock::now() < deadline) {
     std::ifstream in(port_file_);

@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -109,6 +112,60 @@ INSTANTIATE_TEST_SUITE_P(Peer, PeerKill,
                            return std::string(std::get<0>(i.param) ? "rgpud" : "session") +
                                   (std::get<1>(i.param) ? "_ipc" : "_tcp");
                          });
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Repeated copies between rgpuds on one machine take the direct path (server/peer_fences.h): no
+// round trip to the passive server, the active stream waits on the GPU for its fence.  The
+// active rgpud's trace says so; the bytes are checked by the program (each copy after a kernel
+// on the passive server that changes the source).
+TEST(PeerDirect, RepeatedCopiesNeedNoRoundTrip) {
+  char log[] = "/tmp/rgpud-peer-log-XXXXXX";
+  int fd = mkstemp(log);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  Daemon a;
+  Daemon b({}, {{"RGPU_LOG", "notice"}, {"RGPU_PEER_TRACE", "1"}}, log);
+  Env env = a.client_env();
+  env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
+  Result r = run({cuda_program("peer_copies"), "direct"}, env, 120);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("direct copies wrong: 0"), std::string::npos) << r.out << r.err;
+  const std::string text = read_file(log);
+  unlink(log);
+  // The first copy maps the memory (and a few may find the fence not handled yet).
+  EXPECT_GE(count_of(text, "direct (queued)"), 40u) << text;
+  EXPECT_EQ(count_of(text, "direct (failed)"), 0u) << text;
+}
+
+// A direct copy waits on the GPU for a passive server whose kernel runs for a minute; the passive
+// session is killed: the active server's link finds out (PeerFenceQuery) and the copy's stream
+// fails within seconds (without the watch it would wait for ever).
+TEST(PeerDirect, APassiveServerKilledWhileACopyWaitsIsAnError) {
+  Daemon a, b;
+  Env env = a.client_env();
+  env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
+  env["RGPU_TIMEOUT"] = "5";
+  Child prog = spawn({cuda_program("peer_copies"), "killwait"}, env);
+  ASSERT_TRUE(prog.wait_line("waiting", 120)) << "the copy did not start";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto killed = Clock::now();
+  for (pid_t p : live_children(a.pid())) kill(p, SIGKILL);
+  std::string line;
+  ASSERT_TRUE(prog.wait_line("copy ", 20, &line)) << "the copy's stream still waits";
+  auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - killed).count();
+  EXPECT_NE(line.find("copy failed"), std::string::npos) << line;
+  EXPECT_LT(took, 12) << line;
+  EXPECT_TRUE(b.alive());
+}
 
 // A raw link to rgpud: connect, handshake (as a client, or as a peer link).
 struct Raw {

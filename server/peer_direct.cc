@@ -1,0 +1,170 @@
+// Direct copies between two rgpuds on one machine (server/peer_fences.h): the copy waits on the
+// GPU for the peer's fence and runs as one DMA on the client's stream, with no round trip to the
+// peer.  The link's thread watches the waits (PeerCopier::watch).
+#include <cstdlib>
+#include <thread>
+
+#include "backend/gate.h"
+#include "common/cuda_errors.h"
+#include "common/log.h"
+#include "server/peer_copy.h"
+
+namespace rgpu::server {
+
+using namespace rgpu::proto;
+using backend::Status;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+bool passed(uint32_t current, uint32_t value) { return static_cast<int32_t>(current - value) >= 0; }
+// How long the dispatcher waits for the peer to handle the client's PeerFence, which the client
+// sent before this copy (else: the copy asks the peer, as any copy can).
+constexpr auto kFenceSpin = std::chrono::microseconds(300);
+// A direct copy's fence not reached for this long makes the link ask the peer about it.
+constexpr auto kLateFence = std::chrono::seconds(1);
+}  // namespace
+
+bool PeerCopier::try_direct(const PeerJob& job, uint64_t stream, Status& out) {
+  if (job.has_ticket() || job.remote.fence == 0) return false;
+  const uint32_t rdev = job.remote.device;
+  if (rdev >= kPeerFenceDevices) return false;
+  std::shared_ptr<Link> l;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = links_.find(job.endpoint);
+    if (stopping_ || it == links_.end()) return false;
+    l = it->second;
+  }
+  if (!l->direct.load(std::memory_order_acquire)) return false;
+  PeerFencePage* page = l->fences->page();
+  // The peer has handled the client's fence, so every free the client asked for before it.
+  const auto fence = static_cast<uint32_t>(job.remote.fence);
+  for (auto until = Clock::now() + kFenceSpin;
+       !passed(peer_fence_load(page->processed[rdev]), fence);) {
+    if (Clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  // No free there since the imports were last checked: they hold what the client names.
+  const uint64_t checked = l->checked_frees.load(std::memory_order_acquire);
+  if (!(checked >> 32) || static_cast<uint32_t>(checked) != peer_fence_load(page->frees))
+    return false;
+  const uint64_t rpitch = job.remote.height > 1 ? job.remote.pitch : job.remote.width;
+  const uint64_t extent = (job.remote.height - 1) * rpitch + job.remote.width;
+  PeerImports::Found found;
+  const int dev = job.local.dev;
+  if (!l->imports->find(dev, rdev, job.remote.ptr, extent, found)) return false;
+  {
+    std::lock_guard<std::mutex> lock(l->direct_mu);
+    if (l->direct_closed) return false;
+    auto [it, fresh] = l->waits.try_emplace(rdev);
+    Link::Wait& w = it->second;
+    if (fresh || !passed(w.fence, fence)) {
+      if (fresh) w.since = Clock::now();
+      w.fence = fence;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(l->mu);  // the link's thread sees the wait (watching)
+  }
+  l->cv.notify_all();
+  out = exec_.gate_wait(dev, stream, &page->reached[rdev], fence);
+  if (!out.ok()) return true;
+  const backend::Rect r{job.local.width, job.local.height};
+  out = job.push ? exec_.copy_on_device(dev, found.addr, rpitch, job.local.base, job.local.pitch, r,
+                                        stream)
+                 : exec_.copy_on_device(dev, job.local.base, job.local.pitch, found.addr, rpitch, r,
+                                        stream);
+  if (out.ok()) l->imports->note_use(found, stream);
+  static const bool trace = getenv("RGPU_PEER_TRACE") && *getenv("RGPU_PEER_TRACE") == '1';
+  if (trace)
+    LOG_NOTICE("peer copy of %llu bytes: direct (%s)",
+               static_cast<unsigned long long>(job.local.bytes()), out.ok() ? "queued" : "failed");
+  if (!out.ok())
+    out.message = std::string("copy ") + (job.push ? "to " : "from ") + job.remote_name + " (" +
+                  job.endpoint + "): " + out.message;
+  return true;
+}
+
+bool PeerCopier::watching(Link& l) {
+  std::lock_guard<std::mutex> lock(l.direct_mu);
+  return !l.waits.empty();
+}
+
+void PeerCopier::watch(Link& l) {
+  std::vector<uint32_t> late;
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(l.direct_mu);
+    if (!l.fences) return;
+    PeerFencePage* page = l.fences->page();
+    for (auto it = l.waits.begin(); it != l.waits.end();) {
+      Link::Wait& w = it->second;
+      if (passed(peer_fence_load(page->reached[it->first]), w.fence)) {
+        it = l.waits.erase(it);
+        continue;
+      }
+      if (now - w.since >= kLateFence && now - w.asked >= kLateFence) {
+        w.asked = now;
+        late.push_back(it->first);
+      }
+      ++it;
+    }
+  }
+  for (uint32_t rdev : late) {
+    Status s;
+    try {
+      if (!l.ch) throw std::runtime_error("not connected");
+      channel::Channel& ch = *l.ch;
+      const auto type = static_cast<uint16_t>(MsgId::PeerFenceQuery);
+      uint64_t id = ch.next_request_id();
+      ch.send(type, kFlagSync, id, encode_message(PeerFenceQueryReq{rdev}));
+      FrameHeader h;
+      std::vector<uint8_t> body;
+      ch.read_frame(h, body, channel::Channel::Wait::Timed);
+      if (!(h.flags & kFlagReply) || h.type != type || h.request_id != id)
+        throw std::runtime_error("the peer sent an unexpected frame");
+      Empty ok;
+      std::string message;
+      if (int32_t e = decode_reply(body, ok, message)) s = Status::fail(e, message);
+    } catch (const std::exception& e) {
+      l.failed = e.what();
+      std::lock_guard<std::mutex> lock(l.mu);
+      l.closing = true;  // the link ends (end_direct fails the waits)
+      if (l.conn) l.conn->shutdown();
+      return;
+    }
+    if (s.code == err::NotReady) continue;  // its GPU is busy: the copies wait, as CUDA's do
+    if (s.ok()) {  // idle there: the fence was stored by now, or it never will be
+      std::lock_guard<std::mutex> lock(l.direct_mu);
+      auto it = l.waits.find(rdev);
+      if (it == l.waits.end() ||
+          passed(peer_fence_load(l.fences->page()->reached[rdev]), it->second.fence))
+        continue;
+      s = Status::fail(err::DevicesUnavailable, "its GPU never got to the copy's fence");
+    }
+    end_direct(l, s.message);
+    return;
+  }
+}
+
+void PeerCopier::end_direct(Link& l, const std::string& why) {
+  std::map<uint32_t, Link::Wait> waits;
+  {
+    std::lock_guard<std::mutex> lock(l.direct_mu);
+    l.direct_closed = true;
+    l.direct.store(false, std::memory_order_release);
+    waits.swap(l.waits);
+  }
+  if (!l.fences) return;
+  PeerFencePage* page = l.fences->page();
+  std::vector<std::pair<uint32_t, uint32_t>> lost;
+  for (const auto& [rdev, w] : waits)
+    if (!passed(peer_fence_load(page->reached[rdev]), w.fence)) lost.push_back({rdev, w.fence});
+  if (lost.empty()) return;
+  // The error first: the client hears of it before its streams can be seen to go on.
+  if (failed_) failed_(Status::fail(err::DevicesUnavailable, "copy with " + l.name + ": " + why));
+  for (const auto& [rdev, fence] : lost)
+    backend::open_gate(&page->reached[rdev], fence);  // the streams go on (their copy failed)
+}
+
+}  // namespace rgpu::server
