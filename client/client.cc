@@ -224,18 +224,22 @@ CudaError Client::free(void* ptr) {
   if (CudaError ge; graph_mem_free(ptr, &ge)) return ge;    // graph memory (client/graphs4.cc)
   auto r = map_.find_device(u64(ptr));
   if (!r || r->base != u64(ptr) || !r->freeable) return err::InvalidValue;
+  // Copies between servers through this GPU's memory end first; one that failed makes the free
+  // return its error (as CUDA's free returns earlier asynchronous errors), once it is done.
+  const CudaError settled = settle_peer_copies(r->device);
   if (is_pool_allocation(r->base)) {  // cudaFree of stream-ordered memory: synchronizes
     const Stream legacy{r->device, 0};
     CudaError e = free_async(ptr, legacy);
-    return e == err::Success ? synchronize(r->device) : e;
+    if (e == err::Success) e = synchronize(r->device);
+    return e == err::Success ? settled : e;
   }
-  settle_peer_copies(r->device);
   managed_forget(r->base);
   map_.remove_device(r->base);
   CudaError e;
   ServerLink* l = link(r->device, &e);
   if (!l) return e;
-  return l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, r->base});
+  e = l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, r->base});
+  return e == err::Success ? settled : e;
 }
 
 CudaError Client::resolve_kind(const void* dst, const void* src, CopyKind& kind) const {

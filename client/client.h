@@ -621,7 +621,7 @@ class Client {
   // memory and a late copy must not see memory handed out again.
   std::mutex peer_pending_mu_;
   std::map<int, std::set<std::pair<int, uint64_t>>> peer_pending_;
-  void settle_peer_copies(int dev);
+  CudaError settle_peer_copies(int dev);                       // the first error of those streams
   std::map<uint64_t, GraphAlloc> gmem_all_;                    // every backed one, by address
   std::map<uint64_t, std::shared_ptr<GraphAlloc>> gmem_live_;  // allocated by a launch, not freed
   std::map<int, GraphMemMarks> gmem_marks_;

@@ -85,17 +85,22 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   return stream_synchronize(Stream{dst_dev, 0, 0, 0});
 }
 
-void Client::settle_peer_copies(int dev) {
+CudaError Client::settle_peer_copies(int dev) {
   std::set<std::pair<int, uint64_t>> streams;
   {
     std::lock_guard<std::mutex> lock(peer_pending_mu_);
     auto it = peer_pending_.find(dev);
-    if (it == peer_pending_.end()) return;
+    if (it == peer_pending_.end()) return err::Success;
     streams.swap(it->second);
     peer_pending_.erase(it);
   }
-  // A failed copy's error stays for the program's own synchronization (the server reported it).
-  for (const auto& [active, id] : streams) stream_synchronize(Stream{active, id});
+  CudaError first = err::Success;
+  for (const auto& [active, id] : streams) {
+    CudaError e = stream_synchronize(Stream{active, id});
+    // A stream destroyed since is no error of the free's.
+    if (first == err::Success && e != err::Success && e != errc::InvalidResourceHandle) first = e;
+  }
+  return first;
 }
 
 }  // namespace rgpu::client

@@ -126,10 +126,16 @@ struct PeerIpcOpenReq {
 struct PeerIpcOpenRep {
   std::string socket;  // abstract unix socket name (without its leading NUL)
   PeerSecret nonce{};
-  // 1: once the socket is connected, the passive session's fence page follows over it (a memfd,
-  // server/peer_fences.h): copies through memory mapped earlier then need no round trip.
-  uint32_t fence_page = 0;
-  RGPU_FIELDS(socket, nonce, fence_page)
+  RGPU_FIELDS(socket, nonce)
+};
+// Active -> passive, on a link with a unix socket: the passive session's fence page (a memfd,
+// server/peer_fences.h) follows over the socket once the reply says yes, with the link's own
+// slot in it.  Copies through memory mapped earlier then need no round trip.  Refused: every
+// copy asks the passive server, as before.
+using PeerFencePageReq = Empty;
+struct PeerFencePageRep {
+  uint32_t slot = 0;
+  RGPU_FIELDS(slot)
 };
 // Active -> passive, after a PeerBegin, on a link with a unix socket: the begun copy's rows as
 // memory the active server maps.  `ipc` 0: not shareable (the copy goes on with PeerRead or

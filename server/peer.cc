@@ -73,7 +73,7 @@ PeerHost& Session::peer_host() {
     hooks.stamp_at = [this](int dev, uint64_t ptr) {
       return dev >= 0 && static_cast<size_t>(dev) < allocs_.size() ? allocs_[dev].stamp_at(ptr) : 0;
     };
-    hooks.fence_page_fd = [this] { return peer_fence_fd(); };
+    hooks.fence_page = [this](int& fd, uint32_t& slot) { return peer_fence_page(fd, slot); };
     hooks.fence_query = [this](uint32_t dev) {
       if (Status s = check_device(dev); !s.ok()) return s;
       return exec_.stream_query(static_cast<int>(dev), 0);
@@ -85,24 +85,31 @@ PeerHost& Session::peer_host() {
   return *peer_host_;
 }
 
-int Session::peer_fence_fd() {
+Status Session::peer_fence_page(int& fd, uint32_t& slot) {
   std::lock_guard<std::mutex> lock(peer_fences_mu_);
   if (!peer_fences_) {
+    if (peer_fences_refused_) return Status::fail(err::NotSupported, "no fence page here");
     std::string why;
-    peer_fences_ = PeerFenceMap::create(exec_, why);
+    if (allocs_.size() > kPeerFenceDevices)
+      why = "more GPUs than a fence page covers";
+    else
+      peer_fences_ = PeerFenceMap::create(exec_, why);
     if (!peer_fences_) {
+      peer_fences_refused_ = true;
       LOG_INFO("peer copies: no fence page (%s); every copy asks the passive server", why.c_str());
-      return -1;
-    }
-    if (allocs_.size() > kPeerFenceDevices) {
-      peer_fences_.reset();
-      return -1;
+      return Status::fail(err::NotSupported, "no fence page here: " + why);
     }
     // From now on every free counts (the tables have their own locks).
     for (AllocationTable& t : allocs_) t.count_frees(&peer_fences_->page()->frees);
     peer_page_.store(peer_fences_->page(), std::memory_order_release);
   }
-  return peer_fences_->fd();
+  // Slots are never reused: a link that ended may have opened its words.
+  const uint32_t n = peer_slots_.load(std::memory_order_relaxed);
+  if (n >= kPeerFenceSlots) return Status::fail(err::NotSupported, "no fence slot left");
+  peer_slots_.store(n + 1, std::memory_order_release);  // PeerFence signals it from now on
+  fd = peer_fences_->fd();
+  slot = n;
+  return Status::success();
 }
 
 Status Session::on(PeerTicketMsg, const Empty&, PeerTicketRep& rep) {
@@ -124,9 +131,22 @@ Status Session::on(PeerFenceMsg, const PeerFenceReq& q, Empty&) {
   // the fence when it gets there, then the page says this fence was handled (and so every free
   // the client asked for before it: PeerCopier::try_direct).
   if (PeerFencePage* page = peer_page_.load(std::memory_order_acquire)) {
+    // Fences from several client threads may come out of order: the newest so far is stored
+    // (this point of the stream is past every fence handled before it).
+    uint32_t& newest = peer_fence_newest_[q.device];
     const auto f = static_cast<uint32_t>(q.fence);
-    if (exec_.gate_signal(static_cast<int>(q.device), 0, &page->reached[q.device], f).ok())
-      peer_fence_store(page->processed[q.device], f);
+    if (newest == 0 || !peer_fence_passed(newest, f)) newest = f;
+    const uint32_t slots = peer_slots_.load(std::memory_order_acquire);
+    bool signalled = true;
+    for (uint32_t s = 0; s < slots && signalled; ++s) {
+      signalled =
+          exec_.gate_signal(static_cast<int>(q.device), 0, &page->reached[s][q.device], newest)
+              .ok();
+      // Fences from this one on are stored for the slot.
+      if (signalled && peer_fence_load(page->slot_from[s]) == 0)
+        peer_fence_store(page->slot_from[s], newest);
+    }
+    if (signalled) peer_fence_store(page->processed[q.device], newest);
   }
   return Status::success();
 }
@@ -212,6 +232,9 @@ Status Session::on(PeerIpcMapMsg, const PeerIpcMapReq&, PeerIpcMapRep&) {
 Status Session::on(PeerIpcDoneMsg, const Empty&, Empty&) { return link_only("PeerIpcDone"); }
 Status Session::on(PeerFenceQueryMsg, const PeerFenceQueryReq&, Empty&) {
   return link_only("PeerFenceQuery");
+}
+Status Session::on(PeerFencePageMsg, const Empty&, PeerFencePageRep&) {
+  return link_only("PeerFencePage");
 }
 
 }  // namespace rgpu::server

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -173,7 +174,18 @@ void PeerCopier::work(Link& l) {
                  static_cast<unsigned long long>(j.job.local.bytes()), l.trace.phases.c_str());
     if (watching(l)) watch(l);
   }
-  end_direct(l, l.failed.empty() ? "the link to it ended" : "peer link failed: " + l.failed);
+  // Replaced by a newer link (the client brought a ticket after some failure): this link's direct
+  // copies still wait for the peer, and this thread watches them until they are over.
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(l.mu);
+      if (l.cancelled || !l.failed.empty() || !watching(l)) break;
+      l.cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return l.cancelled; });
+      if (l.cancelled) break;
+    }
+    watch(l);
+  }
+  end_direct(l, l.failed.empty() ? "the session is ending" : "peer link failed: " + l.failed);
   l.ch.reset();
   std::unique_ptr<transport::Connection> conn;
   {
@@ -196,8 +208,24 @@ void PeerCopier::work(Link& l) {
 }
 
 Status PeerCopier::run(Link& l, const PeerJob& job) {
-  // The stream's earlier work first (the stream itself waits at its gate meanwhile).
-  Status s = exec_.event_synchronize(job.local.dev, job.after_event);
+  // The stream's earlier work first (the stream itself waits at its gate meanwhile).  That may
+  // include a direct copy of this link's waiting for the peer: then this thread keeps watching
+  // it (else nothing would, should the peer go).
+  Status s = exec_.event_query(job.local.dev, job.after_event);
+  if (s.code == err::NotReady && !watching(l)) {
+    s = exec_.event_synchronize(job.local.dev, job.after_event);
+  } else {
+    for (auto nap = std::chrono::microseconds(20); s.code == err::NotReady;
+         nap = std::min(nap * 2, std::chrono::microseconds(5000))) {
+      {
+        std::lock_guard<std::mutex> lock(l.mu);
+        if (l.cancelled) break;
+      }
+      std::this_thread::sleep_for(nap);
+      if (watching(l)) watch(l);
+      s = exec_.event_query(job.local.dev, job.after_event);
+    }
+  }
   exec_.event_destroy(job.local.dev, job.after_event);
   l.trace.mark("after");
   if (!s.ok()) return s;
@@ -274,22 +302,25 @@ void PeerCopier::open_ipc(Link& l) {
     return;
   }
   LOG_INFO("peer link: the peer runs on this machine; copies map its memory (CUDA IPC)");
-  if (!rep.fence_page) return;
-  int fd = -1;
-  try {
-    fd = peer_ipc_recv_fd(l.ipc);
-  } catch (const std::exception& e) {  // the socket is no use: staging buffers
-    LOG_INFO("peer link: no memory sharing with the peer: %s", e.what());
-    ::close(l.ipc);
-    l.ipc = -1;
+  // Its fence page, for direct copies (server/peer_fences.h).
+  const uint16_t page_type = static_cast<uint16_t>(MsgId::PeerFencePage);
+  if (!ch.peer_knows(page_type)) return;
+  id = ch.next_request_id();
+  ch.send(page_type, kFlagSync, id, encode_message(Empty{}));
+  PeerFencePageRep page;
+  if (Status p = await_reply(ch, page_type, id, &page); !p.ok()) {
+    LOG_DEBUG("peer link: every copy asks the peer (%s)", p.message.c_str());
     return;
   }
+  if (page.slot >= kPeerFenceSlots) throw ProtoError("the peer named a fence slot out of range");
+  int fd = peer_ipc_recv_fd(l.ipc);  // throws: the link is broken
   l.fences = PeerFenceMap::attach(exec_, fd, why);
   if (!l.fences) {
     LOG_INFO("peer link: every copy asks the peer (%s)", why.c_str());
     return;
   }
-  l.direct.store(true, std::memory_order_release);
+  l.slot = page.slot;
+  l.page.store(l.fences->page(), std::memory_order_release);
 }
 
 // The passive rgpud runs TLS: the link is routed to its session in plain (PeerRoute, the

@@ -113,14 +113,18 @@ class PeerCopier {
     int ipc = -1;          // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
     int ipc_failures = 0;  // imports in a row that failed
     std::unique_ptr<PeerImports> imports;  // the peer's memory mapped here
-    // The direct path: the passive session's fence page mapped here (set before `direct`).
+    // The direct path: the passive session's fence page mapped here (the link's thread's; kept
+    // for the session's life once the link ends), `page` its address for the dispatcher (null:
+    // no direct copies), `slot` this link's words in it.
     std::unique_ptr<PeerFenceMap> fences;
-    std::atomic<bool> direct{false};
+    std::atomic<PeerFencePage*> page{nullptr};
+    uint32_t slot = 0;
     // Bit 32 set: the imports were all checked by a PeerIpcMap when the page's `frees` was the
     // low 32 bits.
     std::atomic<uint64_t> checked_frees{0};
     struct Wait {
       uint32_t fence = 0;  // the newest fence a direct copy waits for on this GPU of the peer
+      uint32_t seen = 0;   // the slot's word when `since` was set
       std::chrono::steady_clock::time_point since, asked;
     };
     std::mutex direct_mu;  // waits, direct_closed; never held across a backend call or I/O

@@ -16,7 +16,6 @@ using backend::Status;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-bool passed(uint32_t current, uint32_t value) { return static_cast<int32_t>(current - value) >= 0; }
 // How long the dispatcher waits for the peer to handle the client's PeerFence, which the client
 // sent before this copy (else: the copy asks the peer, as any copy can).
 constexpr auto kFenceSpin = std::chrono::microseconds(300);
@@ -35,40 +34,47 @@ bool PeerCopier::try_direct(const PeerJob& job, uint64_t stream, Status& out) {
     if (stopping_ || it == links_.end()) return false;
     l = it->second;
   }
-  if (!l->direct.load(std::memory_order_acquire)) return false;
-  PeerFencePage* page = l->fences->page();
-  // The peer has handled the client's fence, so every free the client asked for before it.
+  PeerFencePage* page = l->page.load(std::memory_order_acquire);
+  if (!page) return false;
+  const uint32_t slot = l->slot;
+  // The peer has handled the client's fence, so every free the client asked for before it; and
+  // stores this fence in the link's slot.
   const auto fence = static_cast<uint32_t>(job.remote.fence);
   for (auto until = Clock::now() + kFenceSpin;
-       !passed(peer_fence_load(page->processed[rdev]), fence);) {
+       !peer_fence_passed(peer_fence_load(page->processed[rdev]), fence);) {
     if (Clock::now() > until) return false;
     std::this_thread::yield();
   }
+  const uint32_t from = peer_fence_load(page->slot_from[slot]);
+  if (from == 0 || !peer_fence_passed(fence, from)) return false;
   // No free there since the imports were last checked: they hold what the client names.
   const uint64_t checked = l->checked_frees.load(std::memory_order_acquire);
   if (!(checked >> 32) || static_cast<uint32_t>(checked) != peer_fence_load(page->frees))
     return false;
-  const uint64_t rpitch = job.remote.height > 1 ? job.remote.pitch : job.remote.width;
-  const uint64_t extent = (job.remote.height - 1) * rpitch + job.remote.width;
+  // The remote rows' extent (the session checked only the local ones), without wrapping.
+  const uint64_t w = job.remote.width, h = job.remote.height;
+  const uint64_t rpitch = h > 1 ? job.remote.pitch : w;
+  if (h > 1 && (rpitch < w || rpitch > (UINT64_MAX - w) / (h - 1))) return false;
+  const uint64_t extent = (h - 1) * rpitch + w;
   PeerImports::Found found;
   const int dev = job.local.dev;
   if (!l->imports->find(dev, rdev, job.remote.ptr, extent, found)) return false;
   {
-    std::lock_guard<std::mutex> lock(l->direct_mu);
+    std::lock_guard<std::mutex> lock(l->mu);  // the link's thread sees the wait (watching)
+    if (l->closing || l->cancelled || l->done) return false;
+    std::lock_guard<std::mutex> dlock(l->direct_mu);
     if (l->direct_closed) return false;
     auto [it, fresh] = l->waits.try_emplace(rdev);
-    Link::Wait& w = it->second;
-    if (fresh || !passed(w.fence, fence)) {
-      if (fresh) w.since = Clock::now();
-      w.fence = fence;
+    Link::Wait& wt = it->second;
+    if (fresh) {
+      wt.since = Clock::now();
+      wt.seen = peer_fence_load(page->reached[slot][rdev]);
     }
-  }
-  {
-    std::lock_guard<std::mutex> lock(l->mu);  // the link's thread sees the wait (watching)
+    if (fresh || !peer_fence_passed(wt.fence, fence)) wt.fence = fence;
   }
   l->cv.notify_all();
-  out = exec_.gate_wait(dev, stream, &page->reached[rdev], fence);
-  if (!out.ok()) return true;
+  // A wait that cannot be queued: the round trip instead (the wait above passes by itself).
+  if (!exec_.gate_wait(dev, stream, &page->reached[slot][rdev], fence).ok()) return false;
   const backend::Rect r{job.local.width, job.local.height};
   out = job.push ? exec_.copy_on_device(dev, found.addr, rpitch, job.local.base, job.local.pitch, r,
                                         stream)
@@ -91,33 +97,41 @@ bool PeerCopier::watching(Link& l) {
 }
 
 void PeerCopier::watch(Link& l) {
-  std::vector<uint32_t> late;
+  struct Late {
+    uint32_t rdev, fence;
+  };
+  std::vector<Late> late;
   const auto now = Clock::now();
+  PeerFencePage* page = l.page.load(std::memory_order_acquire);
+  if (!page) return;
   {
     std::lock_guard<std::mutex> lock(l.direct_mu);
-    if (!l.fences) return;
-    PeerFencePage* page = l.fences->page();
     for (auto it = l.waits.begin(); it != l.waits.end();) {
       Link::Wait& w = it->second;
-      if (passed(peer_fence_load(page->reached[it->first]), w.fence)) {
+      const uint32_t cur = peer_fence_load(page->reached[l.slot][it->first]);
+      if (peer_fence_passed(cur, w.fence)) {
         it = l.waits.erase(it);
         continue;
       }
+      if (cur != w.seen) {  // the peer's stream moves: late only from here
+        w.seen = cur;
+        w.since = now;
+      }
       if (now - w.since >= kLateFence && now - w.asked >= kLateFence) {
         w.asked = now;
-        late.push_back(it->first);
+        late.push_back({it->first, w.fence});
       }
       ++it;
     }
   }
-  for (uint32_t rdev : late) {
+  for (const Late& x : late) {
     Status s;
     try {
       if (!l.ch) throw std::runtime_error("not connected");
       channel::Channel& ch = *l.ch;
       const auto type = static_cast<uint16_t>(MsgId::PeerFenceQuery);
       uint64_t id = ch.next_request_id();
-      ch.send(type, kFlagSync, id, encode_message(PeerFenceQueryReq{rdev}));
+      ch.send(type, kFlagSync, id, encode_message(PeerFenceQueryReq{x.rdev}));
       FrameHeader h;
       std::vector<uint8_t> body;
       ch.read_frame(h, body, channel::Channel::Wait::Timed);
@@ -134,13 +148,14 @@ void PeerCopier::watch(Link& l) {
       return;
     }
     if (s.code == err::NotReady) continue;  // its GPU is busy: the copies wait, as CUDA's do
-    if (s.ok()) {  // idle there: the fence was stored by now, or it never will be
-      std::lock_guard<std::mutex> lock(l.direct_mu);
-      auto it = l.waits.find(rdev);
-      if (it == l.waits.end() ||
-          passed(peer_fence_load(l.fences->page()->reached[rdev]), it->second.fence))
-        continue;
-      s = Status::fail(err::DevicesUnavailable, "its GPU never got to the copy's fence");
+    // Idle there: the fence asked about was stored by now, or it never will be.
+    if (s.ok() && peer_fence_passed(peer_fence_load(page->reached[l.slot][x.rdev]), x.fence))
+      continue;
+    if (s.ok()) s = Status::fail(err::DevicesUnavailable, "its GPU never got to the copy's fence");
+    l.failed = s.message;
+    {
+      std::lock_guard<std::mutex> lock(l.mu);
+      l.closing = true;  // no more copies over this link; the client's next brings a new one
     }
     end_direct(l, s.message);
     return;
@@ -152,19 +167,19 @@ void PeerCopier::end_direct(Link& l, const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(l.direct_mu);
     l.direct_closed = true;
-    l.direct.store(false, std::memory_order_release);
     waits.swap(l.waits);
   }
-  if (!l.fences) return;
-  PeerFencePage* page = l.fences->page();
+  PeerFencePage* page = l.page.load(std::memory_order_acquire);
+  if (!page) return;
   std::vector<std::pair<uint32_t, uint32_t>> lost;
   for (const auto& [rdev, w] : waits)
-    if (!passed(peer_fence_load(page->reached[rdev]), w.fence)) lost.push_back({rdev, w.fence});
+    if (!peer_fence_passed(peer_fence_load(page->reached[l.slot][rdev]), w.fence))
+      lost.push_back({rdev, w.fence});
   if (lost.empty()) return;
   // The error first: the client hears of it before its streams can be seen to go on.
   if (failed_) failed_(Status::fail(err::DevicesUnavailable, "copy with " + l.name + ": " + why));
-  for (const auto& [rdev, fence] : lost)
-    backend::open_gate(&page->reached[rdev], fence);  // the streams go on (their copy failed)
+  for (const auto& [rdev, fence] : lost)                      // this link's words only
+    backend::open_gate(&page->reached[l.slot][rdev], fence);  // the streams go on (failed)
 }
 
 }  // namespace rgpu::server

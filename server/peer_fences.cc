@@ -1,5 +1,6 @@
 #include "server/peer_fences.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,7 +11,8 @@
 namespace rgpu::server {
 
 namespace {
-constexpr size_t kPageBytes = 4096;
+constexpr size_t kPageBytes = 8192;
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 static_assert(sizeof(PeerFencePage) <= kPageBytes);
 std::atomic_ref<uint32_t> ref(const uint32_t& w) {
   return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(w));
@@ -24,8 +26,9 @@ void peer_fence_store(uint32_t& word, uint32_t value) {
 void peer_fence_bump(uint32_t& word) { ref(word).fetch_add(1, std::memory_order_acq_rel); }
 
 std::unique_ptr<PeerFenceMap> PeerFenceMap::create(backend::Executor& exec, std::string& why) {
-  int fd = memfd_create("rgpu-peer-fences", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, kPageBytes) != 0) {
+  // Sealed at its size: whoever holds it cannot shrink it under the other's mapping (SIGBUS).
+  int fd = memfd_create("rgpu-peer-fences", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, kPageBytes) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
     why = std::string("memfd for peer fences: ") + strerror(errno);
     if (fd >= 0) ::close(fd);
     return nullptr;
@@ -36,8 +39,8 @@ std::unique_ptr<PeerFenceMap> PeerFenceMap::create(backend::Executor& exec, std:
 std::unique_ptr<PeerFenceMap> PeerFenceMap::attach(backend::Executor& exec, int fd,
                                                    std::string& why) {
   off_t size = lseek(fd, 0, SEEK_END);
-  if (size != static_cast<off_t>(kPageBytes)) {
-    why = "the peer's fence page has the wrong size";
+  if (size != static_cast<off_t>(kPageBytes) || (fcntl(fd, F_GET_SEALS) & kSeals) != kSeals) {
+    why = "the peer's fence page has the wrong size or is not sealed";
     ::close(fd);
     return nullptr;
   }

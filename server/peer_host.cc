@@ -386,6 +386,19 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
         }
         if (ipc_sock >= 0) exports.map(exec_, rows, begun_stamp, q.importer, ipc_sock, rep);
         ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+      } else if (h.type == static_cast<uint16_t>(MsgId::PeerFencePage)) {
+        // The session's fence page and a slot of this link's own in it, over the unix socket.
+        PeerFencePageRep rep;
+        int fd = -1;
+        Status s = ipc_sock < 0 ? Status::fail(err::NotSupported, "no unix socket on this link")
+                   : !hooks_.fence_page ? Status::fail(err::NotSupported, "no fence page")
+                                        : hooks_.fence_page(fd, rep.slot);
+        if (!s.ok()) {
+          reply(h.type, h.request_id, s);
+        } else {
+          ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
+          peer_ipc_send_fd(ipc_sock, fd);  // the session's descriptor: it stays open there
+        }
       } else if (h.type == static_cast<uint16_t>(MsgId::PeerFenceQuery)) {
         auto q = decode_message<PeerFenceQueryReq>(body.data(), body.size());
         reply(h.type, h.request_id,
@@ -423,8 +436,6 @@ int PeerHost::open_ipc(channel::Channel& ch, const FrameHeader& h,
     return -1;
   }
   random_bytes(rep.nonce.data(), rep.nonce.size());
-  const int page = hooks_.fence_page_fd ? hooks_.fence_page_fd() : -1;
-  rep.fence_page = page >= 0 ? 1 : 0;
   try {
     ch.send(h.type, kFlagReply, h.request_id, encode_ok_reply(rep));
   } catch (...) {
@@ -433,15 +444,6 @@ int PeerHost::open_ipc(channel::Channel& ch, const FrameHeader& h,
   }
   int sock = peer_ipc_accept(listener, rep.nonce, kConnectSec, why);
   ::close(listener);
-  if (sock >= 0 && page >= 0) {
-    try {
-      peer_ipc_send_fd(sock, page);  // the session's: it stays open here
-    } catch (const std::exception& e) {
-      why = e.what();
-      ::close(sock);
-      sock = -1;
-    }
-  }
   if (sock < 0) LOG_INFO("peer link: no memory sharing with the peer: %s", why.c_str());
   return sock;
 }

@@ -44,8 +44,8 @@ class PeerHost {
     // The stamp of the allocation that holds (dev, ptr), 0 for none (PeerExports).
     std::function<uint64_t(int dev, uint64_t ptr)> stamp_at;
     // The session's fence page (server/peer_fences.h), made at the first call: its memfd (the
-    // session's; -1 when it cannot have one).
-    std::function<int()> fence_page_fd;
+    // session's) and a new slot for the asking link; an error when there is none (or no slot).
+    std::function<backend::Status(int& fd, uint32_t& slot)> fence_page;
     // PeerFenceQuery: the state of GPU `dev`'s legacy stream (Executor::stream_query).
     std::function<backend::Status(uint32_t dev)> fence_query;
   };

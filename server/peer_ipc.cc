@@ -344,18 +344,20 @@ bool PeerImports::find(int dev, uint32_t remote_dev, uint64_t remote, uint64_t e
   --it;
   const auto& [kd, kr, base] = it->first;
   const Import& im = it->second;
-  if (kd != d || kr != remote_dev || remote < base || remote - base > im.size ||
+  if (kd != d || kr != remote_dev || remote < base || remote - base >= im.size ||
       extent > im.size - (remote - base))
     return false;
   out.addr = im.addr + (remote - base);
   out.key = it->first;
+  out.mapped = im.addr;
   return true;
 }
 
-PeerImports::Import* PeerImports::lookup(const Key& k) {
-  if (auto it = imports_.find(k); it != imports_.end()) return &it->second;
+PeerImports::Import* PeerImports::lookup(const Key& k, uint64_t mapped) {
+  if (auto it = imports_.find(k); it != imports_.end() && it->second.addr == mapped)
+    return &it->second;
   for (auto& [key, im] : later_)
-    if (key == k) return &im;
+    if (key == k && im.addr == mapped) return &im;
   return nullptr;
 }
 
@@ -366,7 +368,7 @@ void PeerImports::note_use(const Found& f, uint64_t stream) {
   bool known = false;  // the stream has used it before: its event is recorded again
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Import* im = lookup(f.key);
+    Import* im = lookup(f.key, f.mapped);
     if (!im) return;  // cannot be: only this thread (the dispatcher's flush) unmaps
     for (const auto& [s, e] : im->uses)
       if (s == stream) {
@@ -378,7 +380,7 @@ void PeerImports::note_use(const Found& f, uint64_t stream) {
     // 0: no event could be made; the import stays mapped for the session's life anyway.
     if (event && !exec_.event_record(dev, event, stream).ok()) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (Import* im = lookup(f.key))
+      if (Import* im = lookup(f.key, f.mapped))
         for (auto& [s, e] : im->uses)
           if (s == stream) e = 0;  // its event no longer tells: never unmapped (leaks the event)
     }
@@ -390,7 +392,7 @@ void PeerImports::note_use(const Found& f, uint64_t stream) {
     event = 0;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (Import* im = lookup(f.key)) im->uses.push_back({stream, event});
+  if (Import* im = lookup(f.key, f.mapped)) im->uses.push_back({stream, event});
 }
 
 bool PeerImports::unused(const Key& k, const Import& im) {

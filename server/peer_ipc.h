@@ -99,6 +99,7 @@ class PeerImports {
   struct Found {
     uint64_t addr = 0;
     std::tuple<uint32_t, uint32_t, uint64_t> key;
+    uint64_t mapped = 0;  // the import's own address (an import that replaced it is another)
   };
   bool find(int dev, uint32_t remote_dev, uint64_t remote, uint64_t extent, Found& out);
   void note_use(const Found& f, uint64_t stream);
@@ -124,8 +125,8 @@ class PeerImports {
   };
   using Key = std::tuple<uint32_t, uint32_t, uint64_t>;  // importer GPU, exporter GPU, base
   void unmap(const Key& k, const Import& im);
-  bool unused(const Key& k, const Import& im);  // no stream is before its uses' ends
-  Import* lookup(const Key& k);                 // under mu_: in imports_ or later_
+  bool unused(const Key& k, const Import& im);    // no stream is before its uses' ends
+  Import* lookup(const Key& k, uint64_t mapped);  // under mu_: in imports_ or later_
   backend::Executor& exec_;
   const Hooks hooks_;
   std::mutex mu_;

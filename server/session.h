@@ -435,10 +435,13 @@ class Session {
   void settle_peer_copies(const char* why);
   // This session's fence page (server/peer_fences.h), made when the first link from a server on
   // this machine asks for it (a link's thread); its memfd, -1 when there is none.
-  int peer_fence_fd();
+  backend::Status peer_fence_page(int& fd, uint32_t& slot);
   std::mutex peer_fences_mu_;
   std::unique_ptr<PeerFenceMap> peer_fences_;
+  bool peer_fences_refused_ = false;
   std::atomic<PeerFencePage*> peer_page_{nullptr};  // peer_fences_'s, for the dispatcher
+  std::atomic<uint32_t> peer_slots_{0};             // slots handed to links so far
+  std::array<uint32_t, kPeerFenceDevices> peer_fence_newest_{};  // the dispatcher's
   std::unique_ptr<StagingPool> peer_pool_;
   std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
   std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end

@@ -141,8 +141,9 @@ TEST(PeerDirect, RepeatedCopiesNeedNoRoundTrip) {
   EXPECT_NE(r.out.find("direct copies wrong: 0"), std::string::npos) << r.out << r.err;
   const std::string text = read_file(log);
   unlink(log);
-  // The first copy maps the memory (and a few may find the fence not handled yet).
-  EXPECT_GE(count_of(text, "direct (queued)"), 40u) << text;
+  // The first copy maps the memory; a copy whose fence the passive server has not handled
+  // within 300 µs takes the round trip (a loaded machine), so not every one is direct.
+  EXPECT_GE(count_of(text, "direct (queued)"), 25u) << text;
   EXPECT_EQ(count_of(text, "direct (failed)"), 0u) << text;
 }
 
@@ -150,7 +151,12 @@ TEST(PeerDirect, RepeatedCopiesNeedNoRoundTrip) {
 // session is killed: the active server's link finds out (PeerFenceQuery) and the copy's stream
 // fails within seconds (without the watch it would wait for ever).
 TEST(PeerDirect, APassiveServerKilledWhileACopyWaitsIsAnError) {
-  Daemon a, b;
+  char log[] = "/tmp/rgpud-peer-log-XXXXXX";
+  int fd = mkstemp(log);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  Daemon a;
+  Daemon b({}, {{"RGPU_LOG", "notice"}, {"RGPU_PEER_TRACE", "1"}}, log);
   Env env = a.client_env();
   env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
   env["RGPU_TIMEOUT"] = "5";
@@ -165,6 +171,12 @@ TEST(PeerDirect, APassiveServerKilledWhileACopyWaitsIsAnError) {
   EXPECT_NE(line.find("copy failed"), std::string::npos) << line;
   EXPECT_LT(took, 12) << line;
   EXPECT_TRUE(b.alive());
+  // The copy that waited was a direct one (the link's watch failed it, not a round trip).
+  const std::string text = read_file(log);
+  unlink(log);
+  const size_t last = text.rfind("peer copy of");
+  ASSERT_NE(last, std::string::npos) << text;
+  EXPECT_NE(text.find("direct (queued)", last), std::string::npos) << text;
 }
 
 // A raw link to rgpud: connect, handshake (as a client, or as a peer link).
