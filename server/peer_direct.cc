@@ -17,8 +17,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 // How long the dispatcher waits for the peer to handle the client's PeerFence, which the client
-// sent before this copy (else: the copy asks the peer, as any copy can).
-constexpr auto kFenceSpin = std::chrono::microseconds(300);
+// sent before this copy (else: the copy asks the peer, as any copy can).  300 µs;
+// RGPU_PEER_FENCE_SPIN_US in rgpud's environment sets it (tests on slow, sanitized builds).
+std::chrono::microseconds fence_spin() {
+  static const std::chrono::microseconds spin = [] {
+    const char* v = getenv("RGPU_PEER_FENCE_SPIN_US");
+    long us = v && *v ? strtol(v, nullptr, 10) : 300;
+    return std::chrono::microseconds(us >= 0 && us <= 1000000 ? us : 300);
+  }();
+  return spin;
+}
 // A direct copy's fence not reached for this long makes the link ask the peer about it.
 constexpr auto kLateFence = std::chrono::seconds(1);
 }  // namespace
@@ -40,7 +48,7 @@ bool PeerCopier::try_direct(const PeerJob& job, uint64_t stream, Status& out) {
   // The peer has handled the client's fence, so every free the client asked for before it; and
   // stores this fence in the link's slot.
   const auto fence = static_cast<uint32_t>(job.remote.fence);
-  for (auto until = Clock::now() + kFenceSpin;
+  for (auto until = Clock::now() + fence_spin();
        !peer_fence_passed(peer_fence_load(page->processed[rdev]), fence);) {
     if (Clock::now() > until) return false;
     std::this_thread::yield();

@@ -123,6 +123,12 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The active rgpud of the direct-path tests: its trace in its log, and time enough for the passive
+// one to handle each copy's fence (300 µs by default; a sanitized build on two busy cores can
+// take longer, and the copy would then ask the passive server instead).
+const Env kTracedActive{
+    {"RGPU_LOG", "notice"}, {"RGPU_PEER_TRACE", "1"}, {"RGPU_PEER_FENCE_SPIN_US", "200000"}};
+
 // Repeated copies between rgpuds on one machine take the direct path (server/peer_fences.h): no
 // round trip to the passive server, the active stream waits on the GPU for its fence.  The
 // active rgpud's trace says so; the bytes are checked by the program (each copy after a kernel
@@ -133,7 +139,7 @@ TEST(PeerDirect, RepeatedCopiesNeedNoRoundTrip) {
   ASSERT_GE(fd, 0);
   close(fd);
   Daemon a;
-  Daemon b({}, {{"RGPU_LOG", "notice"}, {"RGPU_PEER_TRACE", "1"}}, log);
+  Daemon b({}, kTracedActive, log);
   Env env = a.client_env();
   env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
   Result r = run({cuda_program("peer_copies"), "direct"}, env, 120);
@@ -141,9 +147,8 @@ TEST(PeerDirect, RepeatedCopiesNeedNoRoundTrip) {
   EXPECT_NE(r.out.find("direct copies wrong: 0"), std::string::npos) << r.out << r.err;
   const std::string text = read_file(log);
   unlink(log);
-  // The first copy maps the memory; a copy whose fence the passive server has not handled
-  // within 300 µs takes the round trip (a loaded machine), so not every one is direct.
-  EXPECT_GE(count_of(text, "direct (queued)"), 25u) << text;
+  // The first copy maps the memory; the others go direct (a few may not, on a loaded machine).
+  EXPECT_GE(count_of(text, "direct (queued)"), 45u) << text;
   EXPECT_EQ(count_of(text, "direct (failed)"), 0u) << text;
 }
 
@@ -156,7 +161,7 @@ TEST(PeerDirect, APassiveServerKilledWhileACopyWaitsIsAnError) {
   ASSERT_GE(fd, 0);
   close(fd);
   Daemon a;
-  Daemon b({}, {{"RGPU_LOG", "notice"}, {"RGPU_PEER_TRACE", "1"}}, log);
+  Daemon b({}, kTracedActive, log);
   Env env = a.client_env();
   env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
   env["RGPU_TIMEOUT"] = "5";
