@@ -141,13 +141,15 @@ CudaError Client::graph_add_memset2d(const NodeTarget& t, void* ptr, size_t pitc
 
 // ---- cudaMallocAsync / cudaFreeAsync on a capturing stream
 
+bool Client::capture_running() {
+  std::lock_guard<std::mutex> lock(graphs_mu_);
+  return !capturing_.empty();
+}
+
 Graph* Client::gmem_capture(const Stream& s, unsigned* status) {
   *status = 0;
   if (s.id == 0) return nullptr;
-  {
-    std::lock_guard<std::mutex> lock(graphs_mu_);
-    if (capturing_.empty()) return nullptr;  // no capture: no round trip
-  }
+  if (!capture_running()) return nullptr;  // no capture: no round trip
   Graph* g = nullptr;
   if (capture_info(s, status, nullptr, &g) != err::Success) *status = 0;
   return g;

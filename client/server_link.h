@@ -67,6 +67,12 @@ class ServerLink {
   // A fresh id for a stream, event or callback (unique on this link, never 0).
   uint64_t new_id() { return next_object_++; }
 
+  // Whether the server knows request `id` (false when not connected): for choosing between a
+  // newer request and an older one, without the log line a refused request gets.
+  bool knows(proto::MsgId id) {
+    return ensure_connected() == err::Success && chan_->peer_knows(static_cast<uint16_t>(id));
+  }
+
   // Sends request M; `out` is the request's payload, `in` receives the reply's payload.
   template <class M>
   CudaError call(const typename M::Req& req, typename M::Rep* rep = nullptr,

@@ -273,6 +273,13 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
       if (height == 1 && copy_shared(dst, u64(src), width, false, sdev, &s, &shared)) return shared;
       std::vector<iovec> rows(height);
       for (size_t i = 0; i < height; ++i) rows[i] = {static_cast<char*>(dst) + i * dpitch, width};
+      // Into pageable memory CUDA's copy returns once it is done: so does this one, in one round
+      // trip.  (Asynchronously, the data would come through a host function on the server, and
+      // the caller synchronizes next anyway: PyTorch's .item().)  Not while a capture is on.
+      if (!map_.find_host(u64(dst)) && l->knows(MsgId::MemcpyDtoHStream) && !capture_running())
+        return l->call<MemcpyDtoHStreamMsg>(
+            MemcpyDtoHStreamReq{gpu, u64(src), spitch, width, height, s.id}, nullptr, nullptr, 0,
+            rows.data(), static_cast<int>(height));
       return l->call_with_async_data<MemcpyDtoHAsyncMsg>(
           MemcpyDtoHAsyncReq{gpu, u64(src), spitch, width, height, s.id}, std::move(rows), width);
     }

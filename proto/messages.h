@@ -244,6 +244,10 @@ struct MemcpyDtoHAsyncReq {
   RGPU_FIELDS(device, src, spitch, width, height, stream)
 };
 using MemcpyDtoHAsyncRep = Empty;
+// The same copy into pageable memory, which CUDA makes synchronous: the data comes back as for
+// Memcpy2DDtoH, after the stream's earlier work.
+using MemcpyDtoHStreamReq = MemcpyDtoHAsyncReq;
+using MemcpyDtoHStreamRep = Empty;
 // Sent by the server: `payload_len` bytes of an asynchronous device-to-host copy, at `offset` in
 // its packed rows.
 struct AsyncDataMsg {

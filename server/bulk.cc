@@ -138,18 +138,20 @@ Status Session::write_rows_sync(int dev, uint64_t dst, uint64_t dpitch, uint64_t
 }
 
 Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
-                                uint64_t height) {
+                                uint64_t height, uint64_t on_stream) {
   const int d = static_cast<int>(dev);
   const uint64_t total = width * height;
   if (!total) return Status::success();  // nothing to wait for: the usual reply
   uint64_t mark = 0;
-  if (Status s = mark_legacy(d, mark); !s.ok()) return s;
+  if (Status s = mark_stream(d, on_stream, mark); !s.ok()) return s;
   const FrameHeader req = current_->header;
   const bool launched = launched_;
-  // A copy of one chunk with the legacy stream already past `mark` runs on the dispatcher (a short
-  // DMA, no handoff); others on a waiter.
-  const bool now = total <= pool_.buffer_bytes() && exec_.event_query(d, mark).ok();
-  // Wait for the legacy stream's earlier work, then copy on a private stream.
+  // A copy of one chunk with the stream already past `mark` runs on the dispatcher (a short DMA,
+  // no handoff); others on a waiter.
+  const bool small = total <= pool_.buffer_bytes();
+  auto ready = [this, d, mark] { return exec_.event_query(d, mark).ok(); };
+  const bool now = small && ready();
+  // Wait for the stream's earlier work, then copy on a private stream.
   defer(
       [this, d, src, spitch, width, total, mark, req, launched](bool&) {
         Status status = exec_.event_synchronize(d, mark);
@@ -192,7 +194,7 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
         release_stream(d, stream);
         return status;
       },
-      now);
+      now, small ? std::function<bool()>(ready) : nullptr);
   return Status::success();
 }
 
@@ -267,6 +269,16 @@ Status Session::on(MemcpyDtoHAsyncMsg, const MemcpyDtoHAsyncReq& q, Empty&) {
   if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   if (q.width == 0 || q.height == 0) return Status::success();
   return read_rows_async(q.device, q.src, q.spitch, q.width, q.height, stream);
+}
+
+// A device-to-host copy on a stream into pageable memory, which CUDA makes synchronous: data and
+// reply as for MemcpyDtoH, after the stream's earlier work (one round trip; the asynchronous form
+// hands the data over through a host function, and a synchronization follows anyway).
+Status Session::on(MemcpyDtoHStreamMsg, const MemcpyDtoHAsyncReq& q, Empty&) {
+  if (Status s = check_range(q.device, q.src, q.spitch, q.width, q.height); !s.ok()) return s;
+  uint64_t stream = 0;
+  if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
+  return read_rows_reply(q.device, q.src, q.spitch, q.width, q.height, stream);
 }
 
 Status Session::on(MemcpyPeerMsg, const MemcpyPeerReq& q, Empty&) {

@@ -356,6 +356,8 @@ void Session::dispatch(Request& r) {
   if (deferred_) {
     // The work is enqueued; a waiter waits for it and replies (server/waits.cc).
     if constexpr (M::mode == Mode::Sync && std::is_same_v<typename M::Rep, Empty>) {
+      std::function<bool()> ready = std::exchange(deferred_ready_, nullptr);
+      if (s.ok() && !deferred_now_ && ready) deferred_now_ = poll_ready(ready);
       if (s.ok() && std::exchange(deferred_now_, false)) {
         Wait wait = std::exchange(deferred_, nullptr);
         finish_wait(h, wait, launched_);  // ready: no handoff
@@ -369,6 +371,7 @@ void Session::dispatch(Request& r) {
     }
     deferred_ = nullptr;  // (a handler defers only on success, and only for an Empty reply)
     deferred_now_ = false;
+    deferred_ready_ = nullptr;
   }
   if (M::mode == Mode::Sync) host_work_.flush();  // what finished streams handed over goes first
   if (M::mode == Mode::Sync && launched_) forward_output();
@@ -470,19 +473,42 @@ Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) 
   return Status::success();
 }
 
+bool Session::device_idle(uint32_t device, size_t limit) {
+  const int dev = static_cast<int>(device);
+  if (exec_.stream_query(dev, 0).code == err::NotReady) return false;
+  size_t n = 0;
+  for (auto& [id, o] : streams_) {
+    if (o.device != device || !o.busy) continue;
+    if (++n > limit) return false;
+    Status s = exec_.stream_query(dev, o.handle);
+    if (s.code == err::NotReady) return false;
+    if (s.ok()) o.busy = false;  // until stream_of hands it out again
+  }
+  return true;
+}
+
 Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
   if (pools_) pools_->trim_device(q.device);  // a synchronization point of stream-ordered frees
-  // Ready when every stream of the device is idle (a few queries; a private stream's copy in
-  // flight is a chunk's DMA at most); otherwise on a waiter.
-  bool idle = exec_.stream_query(dev, 0).code != err::NotReady;
-  size_t n = 0;
-  for (auto it = streams_.begin(); idle && it != streams_.end(); ++it)
-    if (it->second.device == q.device)
-      idle = ++n <= 8 && exec_.stream_query(dev, it->second.handle).code != err::NotReady;
-  defer([this, dev](bool&) { return exec_.synchronize(dev); }, idle);
+  // Ready when every stream of the device that was given work since it was last seen idle is
+  // idle (a few queries; a private stream's copy in flight is a chunk's DMA at most); otherwise
+  // on a waiter.
+  const uint32_t device = q.device;
+  defer([this, dev](bool&) { return exec_.synchronize(dev); }, device_idle(device),
+        [this, device] { return device_idle(device); });
   return Status::success();
+}
+
+bool Session::poll_ready(const std::function<bool()>& ready) {
+  bool got = false;
+  spin_until(
+      [&] {
+        if (queued_.load(std::memory_order_acquire) != 0) return true;  // others need us
+        return got = ready();
+      },
+      kDispatcherPoll);
+  return got;
 }
 
 Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {

@@ -141,8 +141,9 @@ class Session {
   // Bulk (server/bulk.cc).  Rows are packed `width` bytes each in the payload / reply.
   Status write_rows(uint32_t dev, uint64_t dst, uint64_t dpitch, uint64_t width, uint64_t height,
                     uint64_t stream, bool async);
+  // A synchronous read after the earlier work of `stream` (the backend's handle; 0: legacy).
   Status read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
-                         uint64_t height);
+                         uint64_t height, uint64_t stream = 0);
   Status read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
                          uint64_t height, uint64_t stream);
 
@@ -174,8 +175,17 @@ class Session {
   // captures what it needs by value and holds no session lock while it waits.
   using Wait = std::function<Status(bool& replied)>;
   // `now`: nothing to wait for (checked without waiting): the dispatcher runs it at once, saving
-  // a thread handoff on the common path.
-  void defer(Wait wait, bool now = false);
+  // a thread handoff on the common path.  `ready`: a check that does not wait (an event query):
+  // while no other request is queued, the dispatcher polls it for a short while
+  // (kDispatcherPoll) and runs the wait itself once it holds, which saves the waiter's wakeup
+  // from a synchronization that the GPU ends within microseconds.
+  void defer(Wait wait, bool now = false, std::function<bool()> ready = nullptr);
+  // Every stream of `device` that may have work (legacy and busy ones, at most `limit` queries)
+  // is idle; clears `busy` of those found idle.
+  bool device_idle(uint32_t device, size_t limit = 64);
+  // Polls `ready` while no request is queued, for up to kDispatcherPoll; its last answer.
+  bool poll_ready(const std::function<bool()>& ready);
+  static constexpr std::chrono::microseconds kDispatcherPoll{200};
   void finish_wait(const proto::FrameHeader& h, Wait& wait, bool launched);
   void latch_sticky(CudaError code);
   // Private events and streams (from per-GPU pools, never the client's) for waits.
@@ -184,7 +194,8 @@ class Session {
   Status acquire_stream(int dev, uint64_t& stream);
   void release_stream(int dev, uint64_t stream);
   // A private event recorded on the legacy stream now: marks "after all earlier legacy work".
-  Status mark_legacy(int dev, uint64_t& event);
+  Status mark_legacy(int dev, uint64_t& event) { return mark_stream(dev, 0, event); }
+  Status mark_stream(int dev, uint64_t stream, uint64_t& event);  // ... on `stream` (a handle)
   void forget_private(int dev);  // after a device reset (its handles are gone)
   void free_private();
   // A client event a waiter synchronizes is destroyed by the last such waiter.
@@ -245,9 +256,13 @@ class Session {
   std::atomic<CudaError> sticky_{err::Success};  // waiters latch too
   Wait deferred_;                                // set by a handler that defers its wait (defer())
   bool deferred_now_ = false;                    // ... and it is ready: run it on the dispatcher
+  std::function<bool()> deferred_ready_;         // ... a check that it is ready (see defer())
   struct Object {
     uint32_t device;
     uint64_t handle;
+    // Streams: work may have been queued since a query last found the stream idle (stream_of
+    // sets it; DeviceSynchronize queries only such streams).
+    mutable bool busy = true;
   };
   std::map<uint64_t, Object> streams_, events_;  // by client id
   struct SharedSegment {

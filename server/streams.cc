@@ -26,6 +26,7 @@ Status Session::stream_of(uint32_t dev, uint64_t id, uint64_t& handle) const {
   if (it == streams_.end() || it->second.device != dev)
     return Status::fail(kInvalidResourceHandle, "no such stream on this GPU");
   handle = it->second.handle;
+  it->second.busy = true;  // the caller may queue work on it
   return Status::success();
 }
 
@@ -76,11 +77,13 @@ Status Session::on(StreamSynchronizeMsg, const ObjectReq& q, Empty&) {
     release_event(dev, mark);
     return s;
   }
-  defer([this, dev, mark](bool&) {
-    Status s = exec_.event_synchronize(dev, mark);
-    release_event(dev, mark);
-    return s;
-  });
+  defer(
+      [this, dev, mark](bool&) {
+        Status s = exec_.event_synchronize(dev, mark);
+        release_event(dev, mark);
+        return s;
+      },
+      false, [this, dev, mark] { return exec_.event_query(dev, mark).code != err::NotReady; });
   return Status::success();
 }
 
@@ -145,11 +148,13 @@ Status Session::on(EventSynchronizeMsg, const ObjectReq& q, Empty&) {
   const int dev = static_cast<int>(q.device);
   if (Status s = exec_.event_query(dev, h); s.code != err::NotReady) return s;  // done: no wait
   hold_event(h);  // a destroy meanwhile waits for this waiter
-  defer([this, dev, h](bool&) {
-    Status s = exec_.event_synchronize(dev, h);
-    unhold_event(dev, h);
-    return s;
-  });
+  defer(
+      [this, dev, h](bool&) {
+        Status s = exec_.event_synchronize(dev, h);
+        unhold_event(dev, h);
+        return s;
+      },
+      false, [this, dev, h] { return exec_.event_query(dev, h).code != err::NotReady; });
   return Status::success();
 }
 

@@ -17,9 +17,10 @@ constexpr unsigned kEventDisableTiming = 2;  // cudaEventDisableTiming
 constexpr unsigned kStreamNonBlocking = 1;   // cudaStreamNonBlocking
 }  // namespace
 
-void Session::defer(Wait wait, bool now) {
+void Session::defer(Wait wait, bool now, std::function<bool()> ready) {
   deferred_ = std::move(wait);
   deferred_now_ = now;
+  deferred_ready_ = now ? nullptr : std::move(ready);
 }
 
 void Session::latch_sticky(CudaError code) {
@@ -91,9 +92,9 @@ void Session::release_stream(int dev, uint64_t stream) {
   free_streams_[dev].push_back(stream);
 }
 
-Status Session::mark_legacy(int dev, uint64_t& event) {
+Status Session::mark_stream(int dev, uint64_t stream, uint64_t& event) {
   if (Status s = acquire_event(dev, event); !s.ok()) return s;
-  Status s = exec_.event_record(dev, event, 0);
+  Status s = exec_.event_record(dev, event, stream);
   if (!s.ok()) release_event(dev, event);
   return s;
 }
@@ -156,6 +157,10 @@ Status Session::copy_shm_sync(int dev, char* host, uint64_t device_ptr, uint64_t
   if (Status s = mark_legacy(dev, mark); !s.ok()) return s;
   const uint64_t id = current_->header.request_id;
   const bool launched = launched_;
+  // A copy of one buffer's size with the legacy stream past `mark` runs on the dispatcher (a
+  // short DMA, no handoff); others on a waiter.
+  const bool small = size <= pool_.buffer_bytes();
+  auto ready = [this, dev, mark] { return exec_.event_query(dev, mark).ok(); };
   defer([this, dev, host, device_ptr, size, to_device, mark, id, launched](bool&) {
     Status s = exec_.event_synchronize(dev, mark);
     release_event(dev, mark);
@@ -169,7 +174,7 @@ Status Session::copy_shm_sync(int dev, char* host, uint64_t device_ptr, uint64_t
     if (s.ok()) s = exec_.stream_synchronize(dev, stream);
     release_stream(dev, stream);
     return s;
-  });
+  }, small && ready(), small ? std::function<bool()>(ready) : nullptr);
   return Status::success();
 }
 

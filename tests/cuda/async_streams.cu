@@ -160,6 +160,35 @@ int main() {
   EXPECT_OK(cudaStreamSynchronize(cudaStreamPerThread));
   EXPECT_TRUE(all_equal(h, N, 11), "work on cudaStreamPerThread stays in order");
 
+  // 9. An asynchronous copy into pageable memory returns once it is done (CUDA's rule for
+  //    device-to-host copies into pageable memory): no synchronization before the check.
+  memset(pageable.data(), 0, N * sizeof(int));
+  slow_fill<<<1, 256, 0, s2>>>(d, 12, N, kSlow);
+  EXPECT_OK(cudaMemcpyAsync(pageable.data(), d, N * sizeof(int), cudaMemcpyDeviceToHost, s2));
+  EXPECT_TRUE(all_equal(pageable.data(), N, 12),
+              "an async copy into pageable memory has landed when it returns");
+  int one = 0;
+  slow_fill<<<1, 256, 0, s2>>>(d, 13, N, kSlow);
+  EXPECT_OK(cudaMemcpyAsync(&one, d + N - 1, sizeof(int), cudaMemcpyDeviceToHost, s2));
+  EXPECT_TRUE(one == 13, "a 4-byte async copy into pageable memory waits for its stream");
+
+  // 10. cudaDeviceSynchronize waits for every stream, however many there are: a slow kernel on
+  //     one of many streams, on a stream that was idle at the last synchronization, and on a
+  //     stream beyond the first 64.
+  std::vector<cudaStream_t> many(80);
+  for (auto& m : many) EXPECT_OK(cudaStreamCreateWithFlags(&m, cudaStreamNonBlocking));
+  for (int k : {9, 30, 75}) {
+    for (int j = 0; j < 80; j += 7) add_one<<<1, 64, 0, many[j]>>>(d2, 64);  // others busy too
+    EXPECT_OK(cudaDeviceSynchronize());
+    slow_fill<<<1, 256, 0, many[k]>>>(d, k, N, kSlow);
+    EXPECT_OK(cudaDeviceSynchronize());
+    EXPECT_OK(cudaStreamQuery(many[k]));
+    EXPECT_OK(cudaMemcpyAsync(h, d, N * sizeof(int), cudaMemcpyDeviceToHost, s2));
+    EXPECT_OK(cudaStreamSynchronize(s2));
+    EXPECT_TRUE(all_equal(h, N, k), "cudaDeviceSynchronize waited for a kernel on one of 80 streams");
+  }
+  for (auto& m : many) EXPECT_OK(cudaStreamDestroy(m));
+
   EXPECT_OK(cudaEventDestroy(e0));
   EXPECT_OK(cudaEventDestroy(e1));
   EXPECT_OK(cudaEventDestroy(after));
