@@ -184,9 +184,9 @@ Status Session::read_rows_reply(uint32_t dev, uint64_t src, uint64_t spitch, uin
             break;
           }
           OutItem item;
-          item.head = channel::Channel::encode_head(static_cast<uint16_t>(MsgId::AsyncData), 0,
-                                                    req.request_id,
-                                                    encode_message(AsyncDataMsg{a, b == total}), b - a);
+          item.head = channel::Channel::encode_head(
+              static_cast<uint16_t>(MsgId::AsyncData), 0, req.request_id,
+              encode_message(AsyncDataMsg{a, b == total}), b - a);
           item.payload.push_back({buf, b - a});
           item.release = [this, buf] { pool_.release(buf); };
           outbox_.push(std::move(item));

@@ -161,20 +161,22 @@ Status Session::copy_shm_sync(int dev, char* host, uint64_t device_ptr, uint64_t
   // short DMA, no handoff); others on a waiter.
   const bool small = size <= pool_.buffer_bytes();
   auto ready = [this, dev, mark] { return exec_.event_query(dev, mark).ok(); };
-  defer([this, dev, host, device_ptr, size, to_device, mark, id, launched](bool&) {
-    Status s = exec_.event_synchronize(dev, mark);
-    release_event(dev, mark);
-    if (!s.ok()) return s;
-    if (!to_device && launched) forward_output(id);  // what kernels printed goes first
-    uint64_t stream = 0;
-    if (s = acquire_stream(dev, stream); !s.ok()) return s;
-    Rect r{size, 1};
-    s = to_device ? exec_.copy_to_device_async(dev, device_ptr, size, host, size, r, stream)
-                  : exec_.copy_to_host_async(dev, host, size, device_ptr, size, r, stream);
-    if (s.ok()) s = exec_.stream_synchronize(dev, stream);
-    release_stream(dev, stream);
-    return s;
-  }, small && ready(), small ? std::function<bool()>(ready) : nullptr);
+  defer(
+      [this, dev, host, device_ptr, size, to_device, mark, id, launched](bool&) {
+        Status s = exec_.event_synchronize(dev, mark);
+        release_event(dev, mark);
+        if (!s.ok()) return s;
+        if (!to_device && launched) forward_output(id);  // what kernels printed goes first
+        uint64_t stream = 0;
+        if (s = acquire_stream(dev, stream); !s.ok()) return s;
+        Rect r{size, 1};
+        s = to_device ? exec_.copy_to_device_async(dev, device_ptr, size, host, size, r, stream)
+                      : exec_.copy_to_host_async(dev, host, size, device_ptr, size, r, stream);
+        if (s.ok()) s = exec_.stream_synchronize(dev, stream);
+        release_stream(dev, stream);
+        return s;
+      },
+      small && ready(), small ? std::function<bool()>(ready) : nullptr);
   return Status::success();
 }
 

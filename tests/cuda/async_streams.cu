@@ -185,7 +185,8 @@ int main() {
     EXPECT_OK(cudaStreamQuery(many[k]));
     EXPECT_OK(cudaMemcpyAsync(h, d, N * sizeof(int), cudaMemcpyDeviceToHost, s2));
     EXPECT_OK(cudaStreamSynchronize(s2));
-    EXPECT_TRUE(all_equal(h, N, k), "cudaDeviceSynchronize waited for a kernel on one of 80 streams");
+    EXPECT_TRUE(all_equal(h, N, k),
+                "cudaDeviceSynchronize waited for a kernel on one of 80 streams");
   }
   for (auto& m : many) EXPECT_OK(cudaStreamDestroy(m));
 
