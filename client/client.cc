@@ -454,7 +454,13 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
 CudaError Client::memset(void* ptr, int value, size_t n) {
   if (n == 0) return err::Success;
   int dev = -1;
-  if (!map_.device_range_ok(u64(ptr), n, &dev)) return err::InvalidValue;
+  if (!map_.device_range_ok(u64(ptr), n, &dev)) {
+    if (page_locked_range(u64(ptr), n)) {
+      const uint8_t byte = static_cast<uint8_t>(value);
+      return fill_host(u64(ptr), n, &byte, 1, n, 1, nullptr);
+    }
+    return refuse_memset(u64(ptr), n, -1);
+  }
   if (CudaError m = managed_before_access(u64(ptr), n, true); m != err::Success) return m;
   CudaError e;
   ServerLink* l = link(dev, &e);

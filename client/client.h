@@ -125,6 +125,17 @@ class Client {
   ManagedState& managed_state() { return *managed_; }  // client/managed.cc
   // True the first time `what` is asked about in this process: for messages logged once.
   bool first_time(const std::string& what);
+  // cudaErrorInvalidValue for a memset of [p, p+n) outside one allocation (of `stream_device`
+  // when >= 0), logged once per kind with what rgpu knows of the address.
+  CudaError refuse_memset(uint64_t p, uint64_t n, int stream_device);
+  // [p, p+n) lies in one page-locked host range (cudaMallocHost, cudaHostRegister...).
+  bool page_locked_range(uint64_t p, uint64_t n) const;
+  // A memset of page-locked host memory (CUDA reaches it through unified addressing): `height`
+  // rows of `width` elements of `elem` (1, 2 or 4) bytes of `pattern`, rows `pitch` apart; done
+  // here, on the stream's host-function path when `s` is given (stream order), else after the
+  // current device's legacy stream and before returning (client/devmem.cc).
+  CudaError fill_host(uint64_t p, size_t pitch, const uint8_t* pattern, unsigned elem, size_t width,
+                      size_t height, const Stream* s);
   // The process's TLS client context, made at the first TLS link (client/tls_link.cc); throws
   // transport::TlsError when RGPU_TLS_* name unusable files.
   const transport::TlsContext& tls_context();

@@ -1,7 +1,10 @@
 // Device settings, pitched allocations, 3-D copies and memsets on the client (issue 11 items 6
 // and 7).  Settings of a GPU's context travel as DeviceConfig requests; 3-D copies and memsets
 // are rows of the existing 2-D copies and 1-D memsets, so they take the same bulk path (payloads
-// in chunks, pipelined) and need nothing new on the server.
+// in chunks, pipelined) and need nothing new on the server.  Memsets of page-locked host memory
+// are done here (fill_host).
+#include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "client/client.h"
@@ -162,6 +165,68 @@ CudaError Client::memcpy3d_peer(const Copy3D& c, int dst_dev, int src_dev, const
   return s ? err::Success : stream_synchronize(Stream{dst_dev, 0, 0, 0});
 }
 
+bool Client::page_locked_range(uint64_t p, uint64_t n) const {
+  auto r = map_.find_host(p);
+  return r && n <= r->size - (p - r->base);
+}
+
+CudaError Client::fill_host(uint64_t p, size_t pitch, const uint8_t* pattern, unsigned elem,
+                            size_t width, size_t height, const Stream* s) {
+  if (width == 0 || height == 0) return err::Success;
+  uint8_t pat[8];
+  std::memcpy(pat, pattern, elem);
+  auto fill = [p, pitch, pat, elem, width, height] {
+    for (size_t y = 0; y < height; ++y) {
+      auto* row = reinterpret_cast<uint8_t*>(p + y * pitch);
+      if (elem == 1) {
+        std::memset(row, pat[0], width);
+        continue;
+      }
+      for (size_t x = 0; x < width; ++x) std::memcpy(row + x * elem, pat, elem);
+    }
+  };
+  // In stream order: a host function (later work on the stream waits for it, as for CUDA's
+  // memset of page-locked memory).  Without a stream, as CUDA's: after the legacy stream's
+  // earlier work, done when the call returns.
+  if (s) return host_func(*s, std::move(fill));
+  if (CudaError e = stream_synchronize(Stream{current_device(), 0, 0, 0}); e != err::Success)
+    return e;
+  fill();
+  return err::Success;
+}
+
+CudaError Client::refuse_memset(uint64_t p, uint64_t n, int stream_device) {
+  // Logged once per kind of refusal, with what rgpu knows of the address, since a program that
+  // fails on it (XLA's autotuner, say) often reports only the error code.
+  char what[200];
+  const char* kind;
+  if (auto r = map_.find_device(p)) {
+    const bool other = stream_device >= 0 && r->device != stream_device;
+    kind = other ? "stream of another device" : "beyond the allocation";
+    const int n_ =
+        snprintf(what, sizeof what, "it starts in an allocation [0x%llx, +%llu) of device %d",
+                 static_cast<unsigned long long>(r->base), static_cast<unsigned long long>(r->size),
+                 r->device);
+    if (n_ > 0 && static_cast<size_t>(n_) < sizeof what) {
+      if (other)
+        snprintf(what + n_, sizeof what - n_, " but the stream is on device %d", stream_device);
+      else
+        snprintf(what + n_, sizeof what - n_, " and ends beyond it");
+    }
+  } else if (map_.find_host(p)) {
+    kind = "host";
+    snprintf(what, sizeof what,
+             "it is page-locked host memory, which rgpu's memset does not reach");
+  } else {
+    kind = "unknown";
+    snprintf(what, sizeof what, "no allocation rgpu knows of contains it");
+  }
+  if (first_time(std::string("memset refused: ") + kind))
+    LOG_WARN("memset of %llu bytes at 0x%llx refused: %s (cudaErrorInvalidValue)",
+             static_cast<unsigned long long>(n), static_cast<unsigned long long>(p), what);
+  return err::InvalidValue;
+}
+
 CudaError Client::memset3d(void* ptr, size_t pitch, size_t slice_rows, int value, size_t width,
                            size_t height, size_t depth, const Stream* s) {
   if (width == 0 || height == 0 || depth == 0) return err::Success;
@@ -169,10 +234,12 @@ CudaError Client::memset3d(void* ptr, size_t pitch, size_t slice_rows, int value
   if (depth > 1 && slice_rows < height) return err::InvalidValue;
   size_t bytes = 0;
   int dev = -1;
-  if (!box_extent(pitch, slice_rows, width, height, depth, &bytes) ||
-      !map_.device_range_ok(u64(ptr), bytes, &dev))
-    return err::InvalidValue;
-  if (s && dev != s->device) return err::InvalidValue;
+  if (!box_extent(pitch, slice_rows, width, height, depth, &bytes)) return err::InvalidValue;
+  if (!map_.device_range_ok(u64(ptr), bytes, &dev)) {
+    if (!page_locked_range(u64(ptr), bytes)) return refuse_memset(u64(ptr), bytes, -1);
+  } else if (s && dev != s->device) {
+    return refuse_memset(u64(ptr), bytes, s->device);
+  }
   for (const Run& r : box_runs(u64(ptr), pitch, slice_rows, width, height, depth)) {
     void* p = reinterpret_cast<void*>(r.start);
     CudaError e = s ? memset_async(p, value, r.bytes, *s) : memset(p, value, r.bytes);

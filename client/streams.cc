@@ -305,7 +305,13 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
 CudaError Client::memset_async(void* ptr, int value, size_t n, const Stream& s) {
   if (n == 0) return err::Success;
   int dev = -1;
-  if (!map_.device_range_ok(u64(ptr), n, &dev) || dev != s.device) return err::InvalidValue;
+  if (!map_.device_range_ok(u64(ptr), n, &dev) || dev != s.device) {
+    if (dev < 0 && page_locked_range(u64(ptr), n)) {
+      const uint8_t byte = static_cast<uint8_t>(value);
+      return fill_host(u64(ptr), n, &byte, 1, n, 1, &s);
+    }
+    return refuse_memset(u64(ptr), n, s.device);
+  }
   if (CudaError m = managed_before_access(u64(ptr), n, true); m != err::Success) return m;
   CudaError e;
   ServerLink* l = link(dev, &e);

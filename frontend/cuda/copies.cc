@@ -4,10 +4,13 @@
 // Synchronous copies take the core's synchronous path (legacy-stream ordering); the _ptds
 // variants copy on the calling thread's default stream and wait for it, as the runtime
 // front-end's do.  cuMemsetD16/D32 whose pattern is one repeated byte are byte memsets; any other
-// pattern is a host-to-device copy of the pattern (the wire's memset carries one byte).
+// pattern is a host-to-device copy of the pattern (the wire's memset carries one byte), or, in
+// page-locked host memory, filled here (Client::fill_host).
 #include <cstring>
 #include <vector>
 
+#include "common/cuda_errors.h"
+#include "common/log.h"
 #include "frontend/cuda/arrays.h"
 
 using namespace rgpu;
@@ -226,7 +229,10 @@ CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, 
       return to_driver(e);
   }
   client::Error e;
-  if (uniform) {
+  if (!uniform && core().page_locked_range(dst, (height - 1) * pitch + row)) {
+    e = core().fill_host(dst, height > 1 ? pitch : row, bytes, elem, width, height,
+                         on_stream ? &s : nullptr);
+  } else if (uniform) {
     if (height == 1)
       e = on_stream ? core().memset_async(ptr(dst), bytes[0], row, s)
                     : core().memset(ptr(dst), bytes[0], row);
@@ -245,6 +251,12 @@ CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, 
                           CopyKind::HostToDevice);
   }
   if (e == err::Success && mode == Mode::SyncThread) e = core().stream_synchronize(s);
+  if (e != err::Success && core().first_time("cuMemsetD* failed"))
+    LOG_WARN(
+        "cuMemsetD%u%s of %zu x %zu elements at 0x%llx (pitch %zu, %s pattern) failed: %s; "
+        "later failures are not logged",
+        elem * 8, height > 1 ? " (2-D)" : "", width, height, static_cast<unsigned long long>(dst),
+        pitch, uniform ? "one-byte" : "multi-byte", cuda_error_name(e));
   return to_driver(e);
 }
 

@@ -5,6 +5,9 @@
 // here as far as cuda.h documents them; the server's driver checks the rest.
 #include <climits>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "common/log.h"
@@ -27,31 +30,48 @@ bool packed_16b(uint32_t t) {
 
 // What cuda.h states about every encoding: ranks, enum ranges, alignment, null arrays, and the
 // documented bounds of dimensions, strides and element strides.
+// CUDA_ERROR_INVALID_VALUE for a tensor map, logged once per reason: programs that build tensor
+// maps (XLA, Triton) tend to report only the code.
+CUresult refuse(const char* why, uint64_t value) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(why).second) return CUDA_ERROR_INVALID_VALUE;
+  }
+  LOG_WARN("cuTensorMapEncode*: %s is out of range (%llu) (CUDA_ERROR_INVALID_VALUE)", why,
+           static_cast<unsigned long long>(value));
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult check_common(const Spec& s, const cuuint64_t* dims, const cuuint64_t* strides,
                       const cuuint32_t* elem) {
   const uint32_t min_rank = s.kind == 0 ? 1 : 3;
-  if (s.rank < min_rank || s.rank > 5) return CUDA_ERROR_INVALID_VALUE;
-  if (s.interleave != CU_TENSOR_MAP_INTERLEAVE_NONE && s.rank < 3) return CUDA_ERROR_INVALID_VALUE;
+  if (s.rank < min_rank || s.rank > 5) return refuse("rank", s.rank);
+  if (s.interleave != CU_TENSOR_MAP_INTERLEAVE_NONE && s.rank < 3)
+    return refuse("interleave below rank 3", s.rank);
   if (s.data_type > CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B ||
       s.interleave > CU_TENSOR_MAP_INTERLEAVE_32B ||
       s.swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B ||
       s.l2_promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B ||
       s.oob_fill > CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
-    return CUDA_ERROR_INVALID_VALUE;
+    return refuse("an enumerator beyond cuda.h's (data type, interleave, swizzle, L2, fill)",
+                  s.data_type);
   if (s.interleave == CU_TENSOR_MAP_INTERLEAVE_32B && s.swizzle != CU_TENSOR_MAP_SWIZZLE_32B)
-    return CUDA_ERROR_INVALID_VALUE;
+    return refuse("32-byte interleave without 32-byte swizzle", s.swizzle);
   const uint64_t align =
       s.interleave == CU_TENSOR_MAP_INTERLEAVE_32B || packed_16b(s.data_type) ? 32 : 16;
-  if (s.address % align) return CUDA_ERROR_INVALID_VALUE;
-  if (!dims || !elem || (s.rank > 1 && !strides)) return CUDA_ERROR_INVALID_VALUE;
+  if (s.address % align) return refuse("global address alignment", s.address);
+  if (!dims || !elem || (s.rank > 1 && !strides)) return refuse("a null array", 0);
   for (uint32_t i = 0; i < s.rank; ++i) {
-    if (dims[i] == 0 || dims[i] > (1ull << 32)) return CUDA_ERROR_INVALID_VALUE;
-    if (elem[i] == 0 || elem[i] > 8) return CUDA_ERROR_INVALID_VALUE;
+    if (dims[i] == 0 || dims[i] > (1ull << 32)) return refuse("a global dimension", dims[i]);
+    if (elem[i] == 0 || elem[i] > 8) return refuse("an element stride", elem[i]);
   }
   const uint64_t stride_align =
       s.interleave == CU_TENSOR_MAP_INTERLEAVE_32B || packed_16b(s.data_type) ? 32 : 16;
   for (uint32_t i = 0; i + 1 < s.rank; ++i)
-    if (strides[i] % stride_align || strides[i] >= (1ull << 40)) return CUDA_ERROR_INVALID_VALUE;
+    if (strides[i] % stride_align || strides[i] >= (1ull << 40))
+      return refuse("a global stride", strides[i]);
   return CUDA_SUCCESS;
 }
 
@@ -217,7 +237,7 @@ RGPU_CU CUresult cuTensorMapEncodeTiled(
     return r;
   if (!boxDim) return CUDA_ERROR_INVALID_VALUE;
   for (uint32_t i = 0; i < tensorRank; ++i)
-    if (boxDim[i] == 0 || boxDim[i] > 256) return CUDA_ERROR_INVALID_VALUE;
+    if (boxDim[i] == 0 || boxDim[i] > 256) return refuse("a box dimension", boxDim[i]);
   if (CUresult r = have_context(); r != CUDA_SUCCESS) return r;
   fill_arrays(s, globalDim, globalStrides, elementStrides);
   s.box.assign(boxDim, boxDim + tensorRank);

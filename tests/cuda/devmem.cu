@@ -242,8 +242,45 @@ static void three_d() {
   EXPECT_OK(cudaFree(b.ptr));
 }
 
+// Memsets of page-locked host memory: CUDA reaches it through unified addressing.  A synchronous
+// one is done when it returns; an asynchronous one runs in stream order (after a copy into the
+// same memory on that stream).  Pageable memory stays refused (errors.cu).
+static void host_memsets() {
+  const size_t n = 1 << 16;
+  unsigned char* h = nullptr;
+  REQUIRE_OK(cudaMallocHost(&h, n));
+  memset(h, 0, n);
+  EXPECT_OK(cudaMemset(h, 0x5a, n));
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) ok = ok && h[i] == 0x5a;
+  EXPECT_TRUE(ok, "cudaMemset of page-locked host memory is done when it returns");
+  unsigned char* d = nullptr;
+  REQUIRE_OK(cudaMalloc(&d, n));
+  EXPECT_OK(cudaMemset(d, 0x11, n));
+  EXPECT_OK(cudaDeviceSynchronize());  // the stream below does not wait for the legacy stream
+  cudaStream_t s;
+  EXPECT_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  EXPECT_OK(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s));
+  EXPECT_OK(cudaMemsetAsync(h + 1000, 0x77, 500, s));
+  EXPECT_OK(cudaMemset2DAsync(h + 4096, 256, 0x33, 100, 4, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    const bool set = i >= 1000 && i < 1500;
+    const bool set2 = i >= 4096 && i < 4096 + 4 * 256 && (i - 4096) % 256 < 100;
+    const unsigned char want = set ? 0x77 : set2 ? 0x33 : 0x11;
+    if (ok && h[i] != want) printf("host_memsets: byte %zu is 0x%02x, not 0x%02x\n", i, h[i], want);
+    ok = ok && h[i] == want;
+  }
+  EXPECT_TRUE(ok, "cudaMemsetAsync/cudaMemset2DAsync of page-locked memory after the copy");
+  EXPECT_OK(cudaStreamDestroy(s));
+  EXPECT_OK(cudaFree(d));
+  EXPECT_OK(cudaFreeHost(h));
+}
+
 int main() {
   settings();
+  host_memsets();
   pitched();
   three_d();
   devmem_say<<<1, 1>>>(42);

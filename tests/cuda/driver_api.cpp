@@ -399,6 +399,39 @@ int main() {
   EXPECT_TRUE(fr[3] == 24.0f, "cuLaunchKernelEx with a priority attribute");
   EXPECT_OK(cuLibraryUnload(lib));
 
+  // ---- memsets of page-locked host memory (XLA sets such words with cuMemsetD32Async): CUDA
+  // reaches them through unified addressing; in stream order, after a copy into the same memory
+  {
+    const size_t hn = 8192;
+    void* hp = nullptr;
+    EXPECT_OK(cuMemAllocHost(&hp, hn));
+    auto* h8 = static_cast<unsigned char*>(hp);
+    const CUdeviceptr hd = reinterpret_cast<CUdeviceptr>(hp);
+    EXPECT_OK(cuMemsetD8(hd, 0x5a, hn));
+    bool ok = true;
+    for (size_t i = 0; i < hn; ++i) ok = ok && h8[i] == 0x5a;
+    EXPECT_TRUE(ok, "cuMemsetD8 of page-locked host memory is done when it returns");
+    EXPECT_OK(cuMemsetD8(d1, 0x11, n));
+    EXPECT_OK(cuCtxSynchronize());  // `s` does not wait for the legacy stream
+    EXPECT_OK(cuMemcpyDtoHAsync(hp, d1, n, s));
+    EXPECT_OK(cuMemsetD32Async(hd + 64, 0xdeadbeefu, 2, s));  // 8 bytes, a 32-bit pattern
+    EXPECT_OK(cuMemsetD16Async(hd + 128, 0x1234, 4, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    uint32_t w[2];
+    uint16_t hw[4];
+    std::memcpy(w, h8 + 64, sizeof w);
+    std::memcpy(hw, h8 + 128, sizeof hw);
+    ok = h8[0] == 0x11 && h8[63] == 0x11 && h8[72] == 0x11 && h8[136] == 0x11;
+    EXPECT_TRUE(ok, "the copy into page-locked memory ran before the memsets after it");
+    EXPECT_TRUE(w[0] == 0xdeadbeefu && w[1] == 0xdeadbeefu && hw[0] == 0x1234 && hw[3] == 0x1234,
+                "cuMemsetD32Async/cuMemsetD16Async of page-locked memory in stream order");
+    EXPECT_TRUE(h8[n] == 0x5a, "bytes beyond the copy kept the synchronous memset's value");
+    std::vector<unsigned char> pageable(64);
+    EXPECT_ERR(cuMemsetD8(reinterpret_cast<CUdeviceptr>(pageable.data()), 0, 64),
+               CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemFreeHost(hp));
+  }
+
   // ---- cuGetProcAddress and errors
   void* pfn = nullptr;
   CUdriverProcAddressQueryResult qr = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
