@@ -457,7 +457,7 @@ CudaError Client::memset(void* ptr, int value, size_t n) {
   if (!map_.device_range_ok(u64(ptr), n, &dev)) {
     if (page_locked_range(u64(ptr), n)) {
       const uint8_t byte = static_cast<uint8_t>(value);
-      return fill_host(u64(ptr), n, &byte, 1, n, 1, nullptr);
+      return fill_host(u64(ptr), n, n, &byte, 1, n, 1, 1, nullptr);
     }
     return refuse_memset(u64(ptr), n, -1);
   }

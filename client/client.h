@@ -130,12 +130,13 @@ class Client {
   CudaError refuse_memset(uint64_t p, uint64_t n, int stream_device);
   // [p, p+n) lies in one page-locked host range (cudaMallocHost, cudaHostRegister...).
   bool page_locked_range(uint64_t p, uint64_t n) const;
-  // A memset of page-locked host memory (CUDA reaches it through unified addressing): `height`
-  // rows of `width` elements of `elem` (1, 2 or 4) bytes of `pattern`, rows `pitch` apart; done
-  // here, on the stream's host-function path when `s` is given (stream order), else after the
-  // current device's legacy stream and before returning (client/devmem.cc).
-  CudaError fill_host(uint64_t p, size_t pitch, const uint8_t* pattern, unsigned elem, size_t width,
-                      size_t height, const Stream* s);
+  // A memset of page-locked host memory (CUDA reaches it through unified addressing): `depth`
+  // slices `slice` bytes apart of `height` rows `pitch` apart of `width` elements of `elem` (1, 2
+  // or 4) bytes of `pattern`, filled here after the earlier work of `s` (of the current device's
+  // legacy stream when null), before returning; a host node while `s` is captured
+  // (client/devmem.cc).
+  CudaError fill_host(uint64_t p, size_t pitch, size_t slice, const uint8_t* pattern, unsigned elem,
+                      size_t width, size_t height, size_t depth, const Stream* s);
   // The process's TLS client context, made at the first TLS link (client/tls_link.cc); throws
   // transport::TlsError when RGPU_TLS_* name unusable files.
   const transport::TlsContext& tls_context();

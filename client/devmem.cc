@@ -170,26 +170,32 @@ bool Client::page_locked_range(uint64_t p, uint64_t n) const {
   return r && n <= r->size - (p - r->base);
 }
 
-CudaError Client::fill_host(uint64_t p, size_t pitch, const uint8_t* pattern, unsigned elem,
-                            size_t width, size_t height, const Stream* s) {
-  if (width == 0 || height == 0) return err::Success;
+CudaError Client::fill_host(uint64_t p, size_t pitch, size_t slice, const uint8_t* pattern,
+                            unsigned elem, size_t width, size_t height, size_t depth,
+                            const Stream* s) {
+  if (width == 0 || height == 0 || depth == 0) return err::Success;
   uint8_t pat[8];
   std::memcpy(pat, pattern, elem);
-  auto fill = [p, pitch, pat, elem, width, height] {
-    for (size_t y = 0; y < height; ++y) {
-      auto* row = reinterpret_cast<uint8_t*>(p + y * pitch);
-      if (elem == 1) {
-        std::memset(row, pat[0], width);
-        continue;
+  auto fill = [p, pitch, slice, pat, elem, width, height, depth] {
+    for (size_t z = 0; z < depth; ++z)
+      for (size_t y = 0; y < height; ++y) {
+        auto* row = reinterpret_cast<uint8_t*>(p + z * slice + y * pitch);
+        if (elem == 1) {
+          std::memset(row, pat[0], width);
+          continue;
+        }
+        for (size_t x = 0; x < width; ++x) std::memcpy(row + x * elem, pat, elem);
       }
-      for (size_t x = 0; x < width; ++x) std::memcpy(row + x * elem, pat, elem);
-    }
   };
-  // In stream order: a host function (later work on the stream waits for it, as for CUDA's
-  // memset of page-locked memory).  Without a stream, as CUDA's: after the legacy stream's
-  // earlier work, done when the call returns.
-  if (s) return host_func(*s, std::move(fill));
-  if (CudaError e = stream_synchronize(Stream{current_device(), 0, 0, 0}); e != err::Success)
+  // While `s` is captured, a host node that fills at each launch.  Otherwise done before the
+  // call returns, after the earlier work of the stream (the current device's legacy stream when
+  // none is named, as CUDA's synchronous memset): a copy from this memory issued later reads the
+  // new bytes even where rgpu takes host bytes at the call (client over TCP), and the memory
+  // may be freed as soon as the call returns.
+  unsigned capture = 0;
+  if (s && (gmem_capture(*s, &capture) || capture)) return host_func(*s, std::move(fill));
+  if (CudaError e = stream_synchronize(s ? *s : Stream{current_device(), 0, 0, 0});
+      e != err::Success)
     return e;
   fill();
   return err::Success;
@@ -214,9 +220,8 @@ CudaError Client::refuse_memset(uint64_t p, uint64_t n, int stream_device) {
         snprintf(what + n_, sizeof what - n_, " and ends beyond it");
     }
   } else if (map_.find_host(p)) {
-    kind = "host";
-    snprintf(what, sizeof what,
-             "it is page-locked host memory, which rgpu's memset does not reach");
+    kind = "beyond page-locked memory";
+    snprintf(what, sizeof what, "it starts in page-locked host memory and ends beyond it");
   } else {
     kind = "unknown";
     snprintf(what, sizeof what, "no allocation rgpu knows of contains it");
@@ -237,7 +242,10 @@ CudaError Client::memset3d(void* ptr, size_t pitch, size_t slice_rows, int value
   if (!box_extent(pitch, slice_rows, width, height, depth, &bytes)) return err::InvalidValue;
   if (!map_.device_range_ok(u64(ptr), bytes, &dev)) {
     if (!page_locked_range(u64(ptr), bytes)) return refuse_memset(u64(ptr), bytes, -1);
-  } else if (s && dev != s->device) {
+    const uint8_t byte = static_cast<uint8_t>(value);
+    return fill_host(u64(ptr), pitch, pitch * slice_rows, &byte, 1, width, height, depth, s);
+  }
+  if (s && dev != s->device) {
     return refuse_memset(u64(ptr), bytes, s->device);
   }
   for (const Run& r : box_runs(u64(ptr), pitch, slice_rows, width, height, depth)) {

@@ -308,7 +308,7 @@ CudaError Client::memset_async(void* ptr, int value, size_t n, const Stream& s) 
   if (!map_.device_range_ok(u64(ptr), n, &dev) || dev != s.device) {
     if (dev < 0 && page_locked_range(u64(ptr), n)) {
       const uint8_t byte = static_cast<uint8_t>(value);
-      return fill_host(u64(ptr), n, &byte, 1, n, 1, &s);
+      return fill_host(u64(ptr), n, n, &byte, 1, n, 1, 1, &s);
     }
     return refuse_memset(u64(ptr), n, s.device);
   }

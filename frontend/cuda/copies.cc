@@ -6,6 +6,7 @@
 // front-end's do.  cuMemsetD16/D32 whose pattern is one repeated byte are byte memsets; any other
 // pattern is a host-to-device copy of the pattern (the wire's memset carries one byte), or, in
 // page-locked host memory, filled here (Client::fill_host).
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -213,8 +214,10 @@ CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, 
                   size_t height, Mode mode, CUstream st = nullptr, bool pt = false) {
   RGPU_INIT();
   if (!width || !height) return CUDA_SUCCESS;
+  if (width > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
   const size_t row = width * elem;
   if (height > 1 && pitch < row) return CUDA_ERROR_INVALID_VALUE;
+  if (height > 1 && height - 1 > (SIZE_MAX - row) / pitch) return CUDA_ERROR_INVALID_VALUE;
   if ((elem > 1 && (dst % elem)) || (height > 1 && elem > 1 && pitch % elem))
     return CUDA_ERROR_INVALID_VALUE;
   uint8_t bytes[4];
@@ -230,7 +233,7 @@ CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, 
   }
   client::Error e;
   if (!uniform && core().page_locked_range(dst, (height - 1) * pitch + row)) {
-    e = core().fill_host(dst, height > 1 ? pitch : row, bytes, elem, width, height,
+    e = core().fill_host(dst, height > 1 ? pitch : row, 0, bytes, elem, width, height, 1,
                          on_stream ? &s : nullptr);
   } else if (uniform) {
     if (height == 1)
@@ -251,7 +254,7 @@ CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, 
                           CopyKind::HostToDevice);
   }
   if (e == err::Success && mode == Mode::SyncThread) e = core().stream_synchronize(s);
-  if (e != err::Success && core().first_time("cuMemsetD* failed"))
+  if (e != err::Success && e != err::InvalidValue && core().first_time("cuMemsetD* failed"))
     LOG_WARN(
         "cuMemsetD%u%s of %zu x %zu elements at 0x%llx (pitch %zu, %s pattern) failed: %s; "
         "later failures are not logged",

@@ -28,8 +28,6 @@ bool packed_16b(uint32_t t) {
   return t == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B || t == CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B;
 }
 
-// What cuda.h states about every encoding: ranks, enum ranges, alignment, null arrays, and the
-// documented bounds of dimensions, strides and element strides.
 // CUDA_ERROR_INVALID_VALUE for a tensor map, logged once per reason: programs that build tensor
 // maps (XLA, Triton) tend to report only the code.
 CUresult refuse(const char* why, uint64_t value) {
@@ -44,19 +42,22 @@ CUresult refuse(const char* why, uint64_t value) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+// What cuda.h states about every encoding: ranks, enum ranges, alignment, null arrays, and the
+// documented bounds of dimensions, strides and element strides.
 CUresult check_common(const Spec& s, const cuuint64_t* dims, const cuuint64_t* strides,
                       const cuuint32_t* elem) {
   const uint32_t min_rank = s.kind == 0 ? 1 : 3;
   if (s.rank < min_rank || s.rank > 5) return refuse("rank", s.rank);
   if (s.interleave != CU_TENSOR_MAP_INTERLEAVE_NONE && s.rank < 3)
     return refuse("interleave below rank 3", s.rank);
-  if (s.data_type > CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B ||
-      s.interleave > CU_TENSOR_MAP_INTERLEAVE_32B ||
-      s.swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B ||
-      s.l2_promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B ||
-      s.oob_fill > CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
-    return refuse("an enumerator beyond cuda.h's (data type, interleave, swizzle, L2, fill)",
-                  s.data_type);
+  if (s.data_type > CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B)
+    return refuse("the data type", s.data_type);
+  if (s.interleave > CU_TENSOR_MAP_INTERLEAVE_32B) return refuse("the interleave", s.interleave);
+  if (s.swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B) return refuse("the swizzle", s.swizzle);
+  if (s.l2_promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B)
+    return refuse("the L2 promotion", s.l2_promotion);
+  if (s.oob_fill > CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+    return refuse("the out-of-bounds fill", s.oob_fill);
   if (s.interleave == CU_TENSOR_MAP_INTERLEAVE_32B && s.swizzle != CU_TENSOR_MAP_SWIZZLE_32B)
     return refuse("32-byte interleave without 32-byte swizzle", s.swizzle);
   const uint64_t align =

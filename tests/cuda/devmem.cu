@@ -3,6 +3,7 @@
 // makes a device assert fail: its message must reach stderr before cudaDeviceSynchronize returns
 // (the program writes a marker line to stderr after it), and the context is unusable afterwards.
 #include <cuda_profiler_api.h>
+#include <unistd.h>
 
 #include <cassert>
 #include <cstring>
@@ -145,8 +146,7 @@ static void three_d() {
   std::vector<unsigned char> dev_model(a.pitch * e.height * e.depth, 0);
   for (size_t z = 0; z < e.depth; ++z)
     for (size_t y = 0; y < e.height; ++y)
-      memcpy(&dev_model[(z * e.height + y) * a.pitch],
-             &src[(z * e.height + y) * e.width], e.width);
+      memcpy(&dev_model[(z * e.height + y) * a.pitch], &src[(z * e.height + y) * e.width], e.width);
   const cudaExtent sub = make_cudaExtent(20, 3, 2);
   p = cudaMemcpy3DParms{};
   p.srcPtr = a;
@@ -245,21 +245,34 @@ static void three_d() {
 // Memsets of page-locked host memory: CUDA reaches it through unified addressing.  A synchronous
 // one is done when it returns; an asynchronous one runs in stream order (after a copy into the
 // same memory on that stream).  Pageable memory stays refused (errors.cu).
+static void CUDART_CB nap_then_mark(void* p) {
+  usleep(200 * 1000);
+  if (p) *static_cast<unsigned char*>(p) = 0x99;
+}
+
 static void host_memsets() {
   const size_t n = 1 << 16;
   unsigned char* h = nullptr;
   REQUIRE_OK(cudaMallocHost(&h, n));
   memset(h, 0, n);
+  // The legacy stream is held 200 ms by a host function that then writes h[0]: the synchronous
+  // memset runs after it (on the legacy stream) and is done when it returns.
+  EXPECT_OK(cudaLaunchHostFunc(0, nap_then_mark, h));
   EXPECT_OK(cudaMemset(h, 0x5a, n));
   bool ok = true;
   for (size_t i = 0; i < n; ++i) ok = ok && h[i] == 0x5a;
-  EXPECT_TRUE(ok, "cudaMemset of page-locked host memory is done when it returns");
+  EXPECT_TRUE(ok, "cudaMemset of page-locked host memory runs after the legacy stream's work");
+  EXPECT_OK(cudaDeviceSynchronize());
+  EXPECT_TRUE(h[0] == 0x5a, "nothing of the legacy stream ran after the synchronous memset");
   unsigned char* d = nullptr;
   REQUIRE_OK(cudaMalloc(&d, n));
   EXPECT_OK(cudaMemset(d, 0x11, n));
   EXPECT_OK(cudaDeviceSynchronize());  // the stream below does not wait for the legacy stream
   cudaStream_t s;
   EXPECT_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // The stream is held 200 ms before the copy: a memset done before the copy would be
+  // overwritten by it.
+  EXPECT_OK(cudaLaunchHostFunc(s, nap_then_mark, nullptr));
   EXPECT_OK(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s));
   EXPECT_OK(cudaMemsetAsync(h + 1000, 0x77, 500, s));
   EXPECT_OK(cudaMemset2DAsync(h + 4096, 256, 0x33, 100, 4, s));
@@ -273,6 +286,16 @@ static void host_memsets() {
     ok = ok && h[i] == want;
   }
   EXPECT_TRUE(ok, "cudaMemsetAsync/cudaMemset2DAsync of page-locked memory after the copy");
+  // A host-to-device copy from memory a memset just set sees the new bytes.
+  EXPECT_OK(cudaMemsetAsync(h, 0x44, n, s));
+  EXPECT_OK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s));
+  EXPECT_OK(cudaMemsetAsync(h, 0, n, s));
+  EXPECT_OK(cudaStreamSynchronize(s));
+  std::vector<unsigned char> back(n);
+  EXPECT_OK(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost));
+  ok = true;
+  for (size_t i = 0; i < n; ++i) ok = ok && back[i] == 0x44;
+  EXPECT_TRUE(ok, "a copy from page-locked memory reads what the memset before it wrote");
   EXPECT_OK(cudaStreamDestroy(s));
   EXPECT_OK(cudaFree(d));
   EXPECT_OK(cudaFreeHost(h));
