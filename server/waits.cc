@@ -29,7 +29,8 @@ void Session::latch_sticky(CudaError code) {
 }
 
 void Session::finish_wait(const FrameHeader& h, Wait& wait, bool launched) {
-  // On a waiter thread.  What a synchronizing reply needs, as the dispatcher did it before: what
+  // On a waiter thread, or on the dispatcher when the wait is ready (defer's `now`/`ready`).
+  // What a synchronizing reply needs, as the dispatcher did it before: what
   // finished streams handed over goes first (HostWork::flush), then the kernels' output, the
   // sticky-error latch, the reply.
   try {
