@@ -234,28 +234,32 @@ void bandwidth(size_t max_bytes) {
 void peer(size_t max_bytes) {
   int n = 0;
   check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
-  if (n < 2) {
+  // Natively on a machine with one GPU (rgpu bench sets RGPU_BENCH_PEER_ONE_GPU for its native
+  // run): copies within it, the reference for daemons that share it.
+  const char* one_gpu = getenv("RGPU_BENCH_PEER_ONE_GPU");
+  const int d1 = n == 1 && one_gpu && *one_gpu == '1' ? 0 : 1;
+  if (n < 2 && d1) {
     fprintf(stderr, "bench worker: --peer needs two devices (RGPU_SERVERS with two servers)\n");
     exit(1);
   }
   cudaDeviceProp p0, p1;
   check(cudaGetDeviceProperties(&p0, 0), "cudaGetDeviceProperties");
-  check(cudaGetDeviceProperties(&p1, 1), "cudaGetDeviceProperties");
-  printf("DEVICE %s -> %s\n", p0.name, p1.name);
+  check(cudaGetDeviceProperties(&p1, d1), "cudaGetDeviceProperties");
+  printf("DEVICE %s -> %s%s\n", p0.name, p1.name, d1 ? "" : " (one GPU: copies within it)");
   char *a, *b, *host;
   check(cudaSetDevice(0), "cudaSetDevice(0)");
   check(cudaMalloc(&a, max_bytes), "cudaMalloc on device 0");
   check(cudaMemset(a, 3, max_bytes), "cudaMemset");
   check(cudaMallocHost(&host, max_bytes), "cudaMallocHost");
-  check(cudaSetDevice(1), "cudaSetDevice(1)");
+  check(cudaSetDevice(d1), "cudaSetDevice(1)");
   check(cudaMalloc(&b, max_bytes), "cudaMalloc on device 1");
   // Natively, the GPUs' direct path where they have one (as a program that cares enables it);
   // devices of two servers through rgpu cannot access each other (0), and copy regardless.
   int can = 0;
-  check(cudaDeviceCanAccessPeer(&can, 1, 0), "cudaDeviceCanAccessPeer");
+  if (d1) check(cudaDeviceCanAccessPeer(&can, 1, 0), "cudaDeviceCanAccessPeer");
   if (can) check(cudaDeviceEnablePeerAccess(0, 0), "cudaDeviceEnablePeerAccess");
   bool peer_ok = true;
-  cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, 4);
+  cudaError_t e = cudaMemcpyPeer(b, d1, a, 0, 4);
   if (e == cudaErrorNotSupported) {
     printf("UNSUPPORTED peer_copy %s\n", cudaGetErrorName(e));
     cudaGetLastError();
@@ -263,40 +267,57 @@ void peer(size_t max_bytes) {
   } else {
     check(e, "cudaMemcpyPeer");
   }
-  auto measure = [&](const char* op, size_t bytes, const std::function<void()>& copy) {
+  // `copy` may return before the bytes are there (CUDA's cudaMemcpyPeer is asynchronous to the
+  // host, and so is rgpu's between servers): `finish` waits for them.  Bandwidth: copies one
+  // after another, then `finish`, all timed; the time of one copy (up to 64 KiB): a copy and
+  // `finish`, median.
+  auto measure = [&](const char* op, size_t bytes, const std::function<void()>& copy,
+                     const std::function<void()>& finish) {
     copy();  // warm up
+    finish();
     auto t0 = Clock::now();
     copy();
+    finish();
     double one = std::max(seconds(t0, Clock::now()), 1e-7);
     int reps = static_cast<int>(std::min(2000.0, std::max(3.0, 0.25 / one)));
-    std::vector<double> each;
     t0 = Clock::now();
-    for (int r = 0; r < reps; ++r) {
-      auto c0 = Clock::now();
-      copy();
-      each.push_back(seconds(c0, Clock::now()) * 1e6);
-    }
+    for (int r = 0; r < reps; ++r) copy();
+    finish();
     double total = seconds(t0, Clock::now());
     printf("RESULT %s %zu %.6g GB/s\n", op, bytes, bytes * reps / total / 1e9);
     if (bytes <= (64u << 10)) {
+      std::vector<double> each;
+      for (int r = 0; r < std::min(reps, 500); ++r) {
+        auto c0 = Clock::now();
+        copy();
+        finish();
+        each.push_back(seconds(c0, Clock::now()) * 1e6);
+      }
       std::sort(each.begin(), each.end());
       printf("RESULT %s_lat %zu %.6g us\n", op, bytes, each[each.size() / 2]);
     }
     fflush(stdout);
   };
+  auto nothing = [] {};
   for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
-    if (peer_ok)
-      // rgpu's cudaMemcpyPeer returns once the bytes are on device 1 (the copy runs on its
-      // legacy stream and the client synchronizes that stream): no further synchronization.
-      measure("peer_copy", bytes,
-              [&] { check(cudaMemcpyPeer(b, 1, a, 0, bytes), "cudaMemcpyPeer"); });
-    measure("relay", bytes, [&] {
-      check(cudaSetDevice(0), "cudaSetDevice(0)");
-      check(cudaMemcpy(host, a, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-      check(cudaSetDevice(1), "cudaSetDevice(1)");
-      check(cudaMemcpy(b, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
-      check(cudaDeviceSynchronize(), "sync");  // host-to-device may return early
-    });
+    if (peer_ok) {
+      // The copy runs on device 1's legacy stream (the current device): its synchronization
+      // finishes it.
+      check(cudaSetDevice(d1), "cudaSetDevice(1)");
+      measure(
+          "peer_copy", bytes, [&] { check(cudaMemcpyPeer(b, d1, a, 0, bytes), "cudaMemcpyPeer"); },
+          [] { check(cudaDeviceSynchronize(), "sync"); });
+    }
+    measure(
+        "relay", bytes,
+        [&] {
+          check(cudaSetDevice(0), "cudaSetDevice(0)");
+          check(cudaMemcpy(host, a, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+          check(cudaSetDevice(d1), "cudaSetDevice(1)");
+          check(cudaMemcpy(b, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+          check(cudaDeviceSynchronize(), "sync");  // host-to-device may return early
+        },
+        nothing);
     fprintf(stderr, "  cross-server copies of %zu bytes done\n", bytes);
   }
   // The relay really moved the bytes: device 1 holds device 0's pattern.

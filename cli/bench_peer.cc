@@ -221,22 +221,27 @@ int bench_peer(const std::string& worker, const char* lib_dir, uint64_t max_byte
   const bool worker_ok = run_worker(worker, lib_dir, max_bytes, peer, relay, unsupported, device);
   // Native cudaMemcpyPeer between this machine's GPUs 0 and 1 (peer access enabled where the
   // GPUs allow it), when it has two: the reference for daemons on one machine.
+  // With one GPU, native copies stay within it (RGPU_BENCH_PEER_ONE_GPU): the reference for
+  // daemons that share that GPU.
   Rows native, native_relay;
+  std::string native_device;
   if (access("/dev/nvidiactl", F_OK) == 0) {
     fprintf(stderr, "rgpu bench --peer: native cudaMemcpyPeer (this machine's GPUs 0 and 1)...\n");
     const char* root = getenv("RGPU_CUDA_ROOT");
     const std::string native_lib = std::string(root ? root : "/usr/local/cuda") + "/lib64";
     bool native_unsupported = false;
-    std::string native_device;
+    setenv("RGPU_BENCH_PEER_ONE_GPU", "1", 1);
     if (!run_worker(worker, native_lib.c_str(), max_bytes, native, native_relay, native_unsupported,
                     native_device))
       native.clear();
+    unsetenv("RGPU_BENCH_PEER_ONE_GPU");
   }
   fprintf(stderr, "rgpu bench --peer: raw TCP stream to %s...\n", devices[1].host.c_str());
   const bool link_ok = measure_link(devices[1].host, max_bytes, link, link_why);
 
   printf("\nrgpu bench --peer — %s -> %s (%s)\n", devices[0].text.c_str(), devices[1].text.c_str(),
          device.empty() ? "?" : device.c_str());
+  if (!native.empty()) printf("native peer: %s\n", native_device.c_str());
   printf("bandwidth:\n%-9s %14s %14s %14s %14s %11s %10s %11s %12s\n", "bytes", "peer copy",
          "relay (client)", "raw link", "native peer", "peer/relay", "peer/link", "relay/link",
          "peer/native");

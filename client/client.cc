@@ -102,6 +102,15 @@ CudaError Client::set_current_device(int dev) {
 }
 
 ServerLink* Client::link(int dev, CudaError* e) {
+  // An earlier copy to another server may still be reading this device's memory.
+  if (peer_owed_devices_.load(std::memory_order_acquire) != 0) {
+    *e = settle_owed(dev);
+    if (*e != err::Success) return nullptr;
+  }
+  return link_only(dev, e);
+}
+
+ServerLink* Client::link_only(int dev, CudaError* e) {
   *e = check_device(dev);
   if (*e != err::Success) return nullptr;
   Virtual& v = devices_[dev];

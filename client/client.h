@@ -166,7 +166,11 @@ class Client {
   CudaError host_unregister(void* ptr);
   PointerInfo pointer_info(const void* p) const;
 
+  // The link to virtual device `dev`'s server, for work on that device: host-asynchronous copies
+  // between servers that read this device's memory end first (settle_owed).
   ServerLink* link(int dev, CudaError* e);
+  // The same without that wait: for the next copy between servers from the same device.
+  ServerLink* link_only(int dev, CudaError* e);
   // The GPU index on its server of virtual device `dev` (checked).
   uint32_t server_gpu(int dev) const { return devices_[dev].spec.gpu; }
   // Asynchronous notifications (client/notify.h).
@@ -264,15 +268,15 @@ class Client {
   CudaError memset_async(void* ptr, int value, size_t n, const Stream& s);
   CudaError host_func(const Stream& s, std::function<void()> fn);
   // Without a stream: on the destination's legacy stream, then waited for unless `wait` is false
-  // (a caller that copies several pieces waits once).
+  // (a caller that copies several pieces waits once); between servers, host-asynchronous as
+  // CUDA's (memcpy_across).
   CudaError memcpy_peer(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
                         const Stream* s, bool wait = true);
   // Between GPUs of two servers (client/peer_copy.cc): rows of `width` bytes, server to server,
   // on `s` (its device is one of the two), or without a stream on the destination's legacy
-  // stream, then waited for (unless `wait` is false).  Ranges are checked by the caller.
+  // stream, host-asynchronously (peer_owed_).  Ranges are checked by the caller.
   CudaError memcpy_across(void* dst, int dst_dev, size_t dpitch, const void* src, int src_dev,
-                          size_t spitch, size_t width, size_t height, const Stream* s,
-                          bool wait = true);
+                          size_t spitch, size_t width, size_t height, const Stream* s);
   CudaError can_access_peer(int* can, int dev, int peer);
   CudaError enable_peer_access(int peer);
 
@@ -634,7 +638,24 @@ class Client {
   // memory and a late copy must not see memory handed out again.
   std::mutex peer_pending_mu_;
   std::map<int, std::set<std::pair<int, uint64_t>>> peer_pending_;
-  CudaError settle_peer_copies(int dev);                       // the first error of those streams
+  CudaError settle_peer_copies(int dev);  // the first error of those streams
+  // cudaMemcpyPeer between servers (and the synchronous D2D copies like it) returns once the copy
+  // is queued on the destination's legacy stream, as CUDA's is asynchronous to the host; the
+  // source's later work must not overwrite what the copy has yet to read, so the next call for
+  // that device waits for those legacy streams first (passive device -> active devices).
+  std::map<int, std::set<int>> peer_owed_;  // under peer_pending_mu_
+  std::atomic<int> peer_owed_devices_{0};   // peer_owed_.size(), read without the lock
+  CudaError settle_owed(int dev);           // the first error of those copies
+  // The passive session keeps the fences of at most 1024 copies not yet begun
+  // (server/peer_host.cc): every kPeerInflight-th copy from one passive device first waits for the
+  // streams of the copies before it, as CUDA's queue blocks when it is full (throttle_across).
+  static constexpr unsigned kPeerInflight = 256;
+  struct PeerInflight {
+    unsigned count = 0;
+    std::set<std::pair<int, uint64_t>> streams;  // (active device, stream id)
+  };
+  std::map<int, PeerInflight> peer_inflight_;  // by passive device, under peer_pending_mu_
+  CudaError throttle_across(int passive, int active, uint64_t stream);
   std::map<uint64_t, GraphAlloc> gmem_all_;                    // every backed one, by address
   std::map<uint64_t, std::shared_ptr<GraphAlloc>> gmem_live_;  // allocated by a launch, not freed
   std::map<int, GraphMemMarks> gmem_marks_;

@@ -161,8 +161,10 @@ CudaError Client::memcpy3d_peer(const Copy3D& c, int dst_dev, int src_dev, const
                     reinterpret_cast<const void*>(sr[i].start), src_dev, dr[i].bytes, s, false);
     if (e != err::Success) return e;
   }
-  // Without a stream: synchronous, like cudaMemcpyPeer through memcpy2d.
-  return s ? err::Success : stream_synchronize(Stream{dst_dev, 0, 0, 0});
+  // Without a stream: as cudaMemcpyPeer (synchronous on one server, host-asynchronous between
+  // two: memcpy_across).
+  if (s || devices_[dst_dev].link != devices_[src_dev].link) return err::Success;
+  return stream_synchronize(Stream{dst_dev, 0, 0, 0});
 }
 
 bool Client::page_locked_range(uint64_t p, uint64_t n) const {

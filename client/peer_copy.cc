@@ -16,8 +16,7 @@ uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 }  // namespace
 
 CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const void* src, int src_dev,
-                                size_t spitch, size_t width, size_t height, const Stream* s,
-                                bool wait) {
+                                size_t spitch, size_t width, size_t height, const Stream* s) {
   if (width == 0 || height == 0) return err::Success;
   // Without a stream (cudaMemcpyPeer) the copy runs on the legacy stream of the destination.
   const int active = s ? s->device : dst_dev;
@@ -25,7 +24,9 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   const bool push = active == src_dev;
   const int passive = push ? dst_dev : src_dev;
   CudaError e;
-  ServerLink* pl = link(passive, &e);
+  // Copies from one device one after another do not wait for each other (link_only); work on
+  // the active device waits for earlier copies from it (link).
+  ServerLink* pl = link_only(passive, &e);
   if (!pl) return e;
   ServerLink* al = link(active, &e);
   if (!al) return e;
@@ -46,12 +47,16 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   q.endpoint =
       (v6 ? "[" + ps.host + "]" : ps.host) + ":" + std::to_string(ps.port ? ps.port : kDefaultPort);
   q.remote_name = ps.text;
+  // (Not while a capture is on: waiting for a capturing stream would end its capture.)
+  if (!capture_running())
+    if (CudaError t = throttle_across(passive, active, q.stream); t != err::Success) return t;
   // The passive server marks this client's work there so far: the copy waits for it.
   q.fence = peer_fences_.fetch_add(1) + 1;
   e = pl->call<PeerFenceMsg>(PeerFenceReq{ps.gpu, q.fence});
   if (e != err::Success) return e;
+  bool sent = false;
   {
-    std::unique_lock<std::mutex> lock(peer_links_mu_);
+    std::lock_guard<std::mutex> lock(peer_links_mu_);
     const std::pair<const ServerLink*, const ServerLink*> key{al, pl};
     auto it = peer_links_.find(key);
     const uint64_t failures = al->peer_copy_failures();
@@ -67,22 +72,58 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
       q.tls_pin = ticket.tls_pin;  // the passive rgpud's certificate, learnt over our own link
       e = al->call<PeerCopyMsg>(q);
       if (e == err::Success) peer_links_[key] = failures;
-      lock.unlock();
-      if (e == err::Success && s) {
-        std::lock_guard<std::mutex> pending(peer_pending_mu_);
-        peer_pending_[passive].insert({active, s->id});
-      }
-      if (e != err::Success || s || !wait) return e;
-      return stream_synchronize(Stream{dst_dev, 0, 0, 0});
+      sent = true;
     }
   }
-  e = al->call<PeerCopyMsg>(q);
-  if (e == err::Success && s) {
-    std::lock_guard<std::mutex> lock(peer_pending_mu_);
+  if (!sent) e = al->call<PeerCopyMsg>(q);
+  if (e != err::Success) return e;
+  std::lock_guard<std::mutex> lock(peer_pending_mu_);
+  if (s) {
     peer_pending_[passive].insert({active, s->id});
+  } else {
+    // Host-asynchronous, like CUDA's cudaMemcpyPeer: the passive device's next work waits for
+    // the destination's legacy stream (link()).
+    peer_owed_[passive].insert(active);
+    peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
   }
-  if (e != err::Success || s || !wait) return e;
-  return stream_synchronize(Stream{dst_dev, 0, 0, 0});
+  return err::Success;
+}
+
+CudaError Client::throttle_across(int passive, int active, uint64_t stream) {
+  std::set<std::pair<int, uint64_t>> streams;
+  {
+    std::lock_guard<std::mutex> lock(peer_pending_mu_);
+    PeerInflight& f = peer_inflight_[passive];
+    f.streams.insert({active, stream});
+    if (++f.count < kPeerInflight) return err::Success;
+    f.count = 0;
+    streams.swap(f.streams);
+  }
+  CudaError first = err::Success;
+  for (const auto& [dev, id] : streams) {
+    CudaError e = stream_synchronize(Stream{dev, id, 0, 0});
+    // A stream destroyed since has nothing left in flight.
+    if (first == err::Success && e != err::Success && e != errc::InvalidResourceHandle) first = e;
+  }
+  return first;
+}
+
+CudaError Client::settle_owed(int dev) {
+  std::set<int> actives;
+  {
+    std::lock_guard<std::mutex> lock(peer_pending_mu_);
+    auto it = peer_owed_.find(dev);
+    if (it == peer_owed_.end()) return err::Success;
+    actives.swap(it->second);
+    peer_owed_.erase(it);
+    peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
+  }
+  CudaError first = err::Success;
+  for (int active : actives) {
+    CudaError e = stream_synchronize(Stream{active, 0, 0, 0});
+    if (first == err::Success) first = e;
+  }
+  return first;
 }
 
 CudaError Client::settle_peer_copies(int dev) {
@@ -90,11 +131,12 @@ CudaError Client::settle_peer_copies(int dev) {
   {
     std::lock_guard<std::mutex> lock(peer_pending_mu_);
     auto it = peer_pending_.find(dev);
-    if (it == peer_pending_.end()) return err::Success;
-    streams.swap(it->second);
-    peer_pending_.erase(it);
+    if (it != peer_pending_.end()) {
+      streams.swap(it->second);
+      peer_pending_.erase(it);
+    }
   }
-  CudaError first = err::Success;
+  CudaError first = settle_owed(dev);
   for (const auto& [active, id] : streams) {
     CudaError e = stream_synchronize(Stream{active, id});
     // A stream destroyed since is no error of the free's.

@@ -336,7 +336,7 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   if (!map_.device_range_ok(u64(dst), n, &d) || d != dst_dev) return err::InvalidValue;
   if (!map_.device_range_ok(u64(src), n, &sd) || sd != src_dev) return err::InvalidValue;
   if (devices_[dst_dev].link != devices_[src_dev].link)  // server to server
-    return memcpy_across(dst, dst_dev, n, src, src_dev, n, n, 1, s, wait);
+    return memcpy_across(dst, dst_dev, n, src, src_dev, n, n, 1, s);
   CudaError e;
   ServerLink* l = link(dst_dev, &e);
   if (!l) return e;
@@ -346,8 +346,8 @@ CudaError Client::memcpy_peer(void* dst, int dst_dev, const void* src, int src_d
   e = l->call<MemcpyPeerMsg>(MemcpyPeerReq{devices_[dst_dev].spec.gpu, u64(dst),
                                            devices_[src_dev].spec.gpu, u64(src), n,
                                            devices_[stream_dev].spec.gpu, s ? s->id : 0});
-  // Without a stream (cudaMemcpyPeer, cuMemcpyPeer) the call returns once the copy is done, as
-  // memcpy_across's does.
+  // Without a stream (cudaMemcpyPeer, cuMemcpyPeer) the call returns once the copy is done (the
+  // server's own devices; memcpy_across is host-asynchronous).
   if (e != err::Success || s || !wait) return e;
   return stream_synchronize(Stream{dst_dev, 0, 0, 0});
 }

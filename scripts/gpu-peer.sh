@@ -20,7 +20,11 @@ start() {  # name gpus
   RGPU_LOG=${RGPU_LOG:-info} $b/server/rgpud --backend cuda --gpus $2 --listen 127.0.0.1:0 --port-file $o/$1.port 2>$o/$1.log &
   pids+=($!)
 }
-start a 0; start b 1; start c 0
+# One GPU only: every daemon serves GPU 0 (copies between daemons then stay on one GPU, and the
+# bench has no native two-GPU row).
+g2=1
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ]; then g2=0; echo "one GPU: all daemons on GPU 0"; fi
+start a 0; start b $g2; start c 0
 for n in a b c; do for _ in $(seq 100); do [ -s $o/$n.port ] && break; sleep 0.1; done; done
 A=127.0.0.1:$(cat $o/a.port) B=127.0.0.1:$(cat $o/b.port) C=127.0.0.1:$(cat $o/c.port)
 rows=()
@@ -66,7 +70,7 @@ grep -h "map its memory\|staging buffers" $o/b.log | sort | uniq -c | head -3
 echo "== rgpu bench --peer (shm to each server), the same daemons"
 RGPU_TRANSPORT=shm RGPU_SERVERS=$A,$B timeout 300 $b/cli/rgpu bench --peer --max-size ${RGPU_PEER_SHM_MAX:-256M} 2>&1 | tail -30
 # The same through the staging pipeline over TCP: two more daemons with RGPU_PEER_IPC=0.
-RGPU_PEER_IPC=0 start d 0; RGPU_PEER_IPC=0 start e 1
+RGPU_PEER_IPC=0 start d 0; RGPU_PEER_IPC=0 start e $g2
 for n in d e; do for _ in $(seq 100); do [ -s $o/$n.port ] && break; sleep 0.1; done; done
 D=127.0.0.1:$(cat $o/d.port) E=127.0.0.1:$(cat $o/e.port)
 echo "== rgpu bench --peer (tcp), pipeline over TCP (RGPU_PEER_IPC=0)"

@@ -106,6 +106,7 @@ int kill_mode() {
       fflush(stdout);
     }
     cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n);  // server 1 pulls from server 0
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();  // it may return before the copy ends
     if (e != cudaSuccess) {
       printf("copy failed: %s\n", cudaGetErrorName(e));
       usleep(300 * 1000);  // log callbacks run on a thread of their own
@@ -202,6 +203,86 @@ int main(int argc, char** argv) {
   EXPECT_TRUE(one(1, 0, 1, 64u << 20, 1, 3, 77), "64 MiB pushed 0 -> 1");
   EXPECT_TRUE(one(2, count - 1, 0, 64u << 20, 0, 0, 78), "64 MiB pulled by 0");
   EXPECT_TRUE(one(0, 1, count - 1, (64u << 20) + 5, 2, 0, 79), "64 MiB + 5 cudaMemcpyPeer");
+
+  // cudaMemcpyPeer, and cudaMemcpy/cudaMemcpy2D between GPUs, may return before the copy ends
+  // (as CUDA's): the source device's next work must still come after the copy has read it.  The
+  // source is overwritten at once (a memset, a kernel, a copy from a third server into it), each
+  // 64 MiB so that the copy is still running; the destination must hold the old bytes.
+  {
+    const size_t n = 64u << 20;
+    unsigned char *a, *b, *c = nullptr;
+    std::vector<unsigned char> src = pattern(n, 11), back(n);
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, n));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMalloc(&b, n));
+    if (count > 2) {
+      REQUIRE_OK(cudaSetDevice(2));
+      REQUIRE_OK(cudaMalloc(&c, n));
+      REQUIRE_OK(cudaMemset(c, 0x3c, n));
+    }
+    const char* forms[] = {"cudaMemcpyPeer, then a memset of the source",
+                           "cudaMemcpy (default kind), then a kernel on the source",
+                           "cudaMemcpy2D, then a memset of the source",
+                           "cudaMemcpyPeer, then a copy from a third server into the source"};
+    for (int how = 0; how < (count > 2 ? 4 : 3); ++how) {
+      REQUIRE_OK(cudaSetDevice(1));
+      REQUIRE_OK(cudaMemset(b, 0, n));
+      REQUIRE_OK(cudaSetDevice(0));
+      REQUIRE_OK(cudaMemcpy(a, src.data(), n, cudaMemcpyHostToDevice));
+      cudaError_t e = cudaSuccess;
+      if (how == 1)
+        e = cudaMemcpy(b, a, n, cudaMemcpyDefault);
+      else if (how == 2)
+        e = cudaMemcpy2D(b, 1u << 20, a, 1u << 20, 1u << 20, n >> 20, cudaMemcpyDeviceToDevice);
+      else
+        e = cudaMemcpyPeer(b, 1, a, 0, n);
+      if (how == 1)
+        slow_fill<<<1, 256>>>(reinterpret_cast<int*>(a), 0x5a5a5a5a, static_cast<int>(n / 4), 0);
+      else if (how == 3)
+        e = e == cudaSuccess ? cudaMemcpyPeer(a, 0, c, 2, n) : e;
+      else
+        e = e == cudaSuccess ? cudaMemset(a, 0xee, n) : e;
+      REQUIRE_OK(cudaSetDevice(1));
+      if (e == cudaSuccess) e = cudaMemcpy(back.data(), b, n, cudaMemcpyDeviceToHost);
+      EXPECT_TRUE(e == cudaSuccess && memcmp(back.data(), src.data(), n) == 0, forms[how]);
+      if (e != cudaSuccess) printf("  (%s: %s)\n", forms[how], cudaGetErrorName(e));
+    }
+    cudaFree(b);
+    REQUIRE_OK(cudaSetDevice(0));
+    cudaFree(a);
+    if (c) {
+      REQUIRE_OK(cudaSetDevice(2));
+      cudaFree(c);
+    }
+  }
+
+  // Many copies in flight at once (more than the passive server keeps orders for, 1024), without
+  // a stream and on one, each to its own piece of the destination; then one synchronization.
+  {
+    const size_t piece = 256, pieces = 2500;
+    unsigned char *a, *b;
+    std::vector<unsigned char> src = pattern(piece * pieces, 12), back(piece * pieces);
+    REQUIRE_OK(cudaSetDevice(0));
+    REQUIRE_OK(cudaMalloc(&a, src.size()));
+    REQUIRE_OK(cudaMemcpy(a, src.data(), src.size(), cudaMemcpyHostToDevice));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(cudaMalloc(&b, src.size()));
+    cudaStream_t st;
+    REQUIRE_OK(cudaStreamCreate(&st));
+    cudaError_t e = cudaSuccess;
+    for (size_t i = 0; i < pieces && e == cudaSuccess; ++i)
+      e = i % 2 ? cudaMemcpyPeer(b + i * piece, 1, a + i * piece, 0, piece)
+                : cudaMemcpyPeerAsync(b + i * piece, 1, a + i * piece, 0, piece, st);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(back.data(), b, back.size(), cudaMemcpyDeviceToHost);
+    EXPECT_TRUE(e == cudaSuccess && back == src, "2500 copies between servers in flight at once");
+    if (e != cudaSuccess) printf("  (%s)\n", cudaGetErrorName(e));
+    cudaStreamDestroy(st);
+    cudaFree(b);
+    REQUIRE_OK(cudaSetDevice(0));
+    cudaFree(a);
+  }
 
   // 2-D between devices 0 and 1: rows of 1000 bytes, pitches 1024 and 1536, and back on a stream.
   {
