@@ -181,6 +181,42 @@ std::string ratio(const Rows& a, const Rows& b, uint64_t bytes, bool lat) {
   return s;
 }
 
+// Issue 14's targets, from what this run measured ("-" where it could not judge):
+// a 4-byte copy within 2 raw round trips + 10 µs; the largest copy >= 0.9 x the raw link and
+// >= 1.8 x the relay; and, where native copies were measured, >= 0.9 x native from 4 MiB.
+void print_targets(const Rows& peer, const Rows& relay, const Rows& link, const Rows& native) {
+  auto at = [](const Rows& r, uint64_t b, bool lat) {
+    auto it = r.find(b);
+    return it == r.end() ? 0.0 : lat ? it->second.us : it->second.gbs;
+  };
+  auto verdict = [](bool ok) { return ok ? "met" : "MISSED"; };
+  printf("targets:\n");
+  const double p4 = at(peer, 4, true), l4 = at(link, 4, true);
+  if (p4 > 0 && l4 > 0)
+    printf("  4-byte copy %.1f us <= 2 x raw round trip + 10 = %.1f us: %s\n", p4, 2 * l4 + 10,
+           verdict(p4 <= 2 * l4 + 10));
+  if (!peer.empty()) {
+    const uint64_t big = peer.rbegin()->first;
+    const double pb = at(peer, big, false), lb = at(link, big, false), rb = at(relay, big, false);
+    if (pb > 0 && lb > 0)
+      printf("  %s: peer/link %.2f >= 0.9: %s\n", human(big).c_str(), pb / lb,
+             verdict(pb >= 0.9 * lb));
+    if (pb > 0 && rb > 0)
+      printf("  %s: peer/relay %.2f >= 1.8: %s\n", human(big).c_str(), pb / rb,
+             verdict(pb >= 1.8 * rb));
+  }
+  double worst = 0;
+  uint64_t worst_at = 0;
+  for (const auto& [b, row] : peer) {
+    const double n = at(native, b, false);
+    if (b < (4u << 20) || row.gbs == 0 || n == 0) continue;
+    if (worst_at == 0 || row.gbs / n < worst) worst = row.gbs / n, worst_at = b;
+  }
+  if (worst_at)
+    printf("  from 4 MiB: peer/native >= 0.9 (lowest %.2f at %s): %s\n", worst,
+           human(worst_at).c_str(), verdict(worst >= 0.9));
+}
+
 void write_json(const std::string& path, const std::map<std::string, const Rows*>& all) {
   std::ofstream out(path);
   out << "[\n";
@@ -260,6 +296,7 @@ int bench_peer(const std::string& worker, const char* lib_dir, uint64_t max_byte
            us(link, b).c_str(), us(native, b).c_str(), ratio(peer, relay, b, true).c_str(),
            ratio(peer, link, b, true).c_str(), ratio(relay, link, b, true).c_str(),
            ratio(peer, native, b, true).c_str());
+  if (!unsupported) print_targets(peer, relay, link, native);
   if (unsupported)
     printf("note: peer copy: not supported by these servers (cudaErrorNotSupported)\n");
   if (!link_ok) printf("note: raw link: %s\n", link_why.c_str());

@@ -269,6 +269,32 @@ RGPU_SERVERS="$servers" timeout 300 "$build/cli/rgpu" bench --max-size "${RGPU_B
   { tail -5 "$out/bench.err"; failures=$((failures + 1)); }
 cp "$out/bench.txt" "$results/bench.txt"
 
+# Copies between two servers (issue 14): one rgpud per GPU (both on GPU 0 when the machine has
+# one; the native reference is then copies within it), rgpu bench --peer with the client on shm,
+# its targets in the summary.  RGPU_E2E_PEER=0 skips it.
+peer_targets=""
+if [ "${RGPU_E2E_PEER:-1}" != 0 ]; then
+  echo "== rgpu bench --peer (one rgpud per GPU)"
+  g2=1; [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ] && g2=0
+  peer_pids=()
+  for g in 0 $g2; do
+    "$build/server/rgpud" --backend cuda --gpus $g --listen 127.0.0.1:0 --port-file "$out/peer$g-${#peer_pids[@]}.port" \
+      2>"$out/rgpud-peer-${#peer_pids[@]}.log" &
+    peer_pids+=($!)
+  done
+  peer_servers=""
+  for f in "$out"/peer*.port; do
+    for _ in $(seq 300); do [ -s "$f" ] && break; sleep 0.05; done
+    peer_servers+="${peer_servers:+,}127.0.0.1:$(cat "$f")/0"
+  done
+  RGPU_TRANSPORT=shm RGPU_SERVERS="$peer_servers" timeout 400 "$build/cli/rgpu" bench --peer \
+    --max-size "${RGPU_E2E_PEER_MAX:-256MiB}" --json "$results/bench-peer.json" >"$out/bench-peer.txt" 2>"$out/bench-peer.err" ||
+    { tail -5 "$out/bench-peer.err"; failures=$((failures + 1)); }
+  kill ${peer_pids[*]} 2>/dev/null
+  cp "$out/bench-peer.txt" "$results/bench-peer.txt"
+  peer_targets=$(sed -n '/^targets/,$p' "$out/bench-peer.txt" | sed '1s/.*/peer copies (GPU 0 -> GPU '"$g2"', client on shm):/')
+fi
+
 {
 echo
 echo "rgpu GPU end-to-end: $card; rgpud --backend cuda on $servers"
@@ -288,6 +314,7 @@ echo "sync_call rgpu shm:  $sync_rgpu"
 echo "sync_call nvrt shm:  $sync_nvrt"
 echo "native graphs captured by rgpud (graphs launched twice or more): $native_graphs"
 sed -n '/^targets/,$p' "$out/bench.txt"
+[ -n "$peer_targets" ] && echo "$peer_targets"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
 cp "$out/summary.txt" "$results/summary.txt"
