@@ -276,14 +276,12 @@ peer_targets=""
 if [ "${RGPU_E2E_PEER:-1}" != 0 ]; then
   echo "== rgpu bench --peer (one rgpud per GPU)"
   g2=1; [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ] && g2=0
-  peer_pids=()
+  peer_pids=(); peer_servers=""
   for g in 0 $g2; do
-    "$build/server/rgpud" --backend cuda --gpus $g --listen 127.0.0.1:0 --port-file "$out/peer$g-${#peer_pids[@]}.port" \
+    f="$out/peer-${#peer_pids[@]}.port"
+    "$build/server/rgpud" --backend cuda --gpus $g --listen 127.0.0.1:0 --port-file "$f" \
       2>"$out/rgpud-peer-${#peer_pids[@]}.log" &
     peer_pids+=($!)
-  done
-  peer_servers=""
-  for f in "$out"/peer*.port; do
     for _ in $(seq 300); do [ -s "$f" ] && break; sleep 0.05; done
     peer_servers+="${peer_servers:+,}127.0.0.1:$(cat "$f")/0"
   done
