@@ -642,20 +642,32 @@ class Client {
   // cudaMemcpyPeer between servers (and the synchronous D2D copies like it) returns once the copy
   // is queued on the destination's legacy stream, as CUDA's is asynchronous to the host; the
   // source's later work must not overwrite what the copy has yet to read, so the next call for
-  // that device waits for those legacy streams first (passive device -> active devices).
-  std::map<int, std::set<int>> peer_owed_;  // under peer_pending_mu_
-  std::atomic<int> peer_owed_devices_{0};   // peer_owed_.size(), read without the lock
-  CudaError settle_owed(int dev);           // the first error of those copies
+  // that device waits for those legacy streams first (settle_owed, from link()): passive device
+  // -> active device -> the newest such copy's number (a copy queued while a settle waits stays
+  // owed).  One settle at a time (peer_settle_mu_, taken before peer_pending_mu_): a call that
+  // finds the device owed waits until the copies are over, even when another thread waits.
+  std::map<int, std::map<int, uint64_t>> peer_owed_;  // under peer_pending_mu_
+  uint64_t peer_owed_seq_ = 0;                        // under peer_pending_mu_
+  std::atomic<int> peer_owed_devices_{0};             // peer_owed_.size(), read without the lock
+  std::mutex peer_settle_mu_;
+  // Waits for those copies.  Not while a capture is on (waiting would end it; they stay owed)
+  // unless `even_capturing` (a free).  A failed copy's error is left for the active server's
+  // next call to report.
+  void settle_owed(int dev, bool even_capturing = false);
   // The passive session keeps the fences of at most 1024 copies not yet begun
-  // (server/peer_host.cc): every kPeerInflight-th copy from one passive device first waits for the
+  // (server/peer_host.cc): every kPeerInflight-th copy from one passive server first waits for the
   // streams of the copies before it, as CUDA's queue blocks when it is full (throttle_across).
   static constexpr unsigned kPeerInflight = 256;
   struct PeerInflight {
     unsigned count = 0;
     std::set<std::pair<int, uint64_t>> streams;  // (active device, stream id)
   };
-  std::map<int, PeerInflight> peer_inflight_;  // by passive device, under peer_pending_mu_
-  CudaError throttle_across(int passive, int active, uint64_t stream);
+  std::map<const ServerLink*, PeerInflight>
+      peer_inflight_;  // by passive server, under peer_pending_mu_
+  void throttle_across(const ServerLink* passive, int active, uint64_t stream);
+  // cudaStreamSynchronize without link()'s settle; an error is also left for the stream's server
+  // to report again (the caller waits for ordering, not for the error).
+  CudaError synchronize_for_peer(const Stream& s);
   std::map<uint64_t, GraphAlloc> gmem_all_;                    // every backed one, by address
   std::map<uint64_t, std::shared_ptr<GraphAlloc>> gmem_live_;  // allocated by a launch, not freed
   std::map<int, GraphMemMarks> gmem_marks_;

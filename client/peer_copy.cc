@@ -24,9 +24,10 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   const bool push = active == src_dev;
   const int passive = push ? dst_dev : src_dev;
   CudaError e;
-  // Copies from one device one after another do not wait for each other (link_only); work on
-  // the active device waits for earlier copies from it (link).
-  ServerLink* pl = link_only(passive, &e);
+  // Copies from one device one after another do not wait for each other (link_only); a copy
+  // that writes a device (the active one, or the passive one when pushed to) waits for earlier
+  // copies from it (link).
+  ServerLink* pl = push ? link(passive, &e) : link_only(passive, &e);
   if (!pl) return e;
   ServerLink* al = link(active, &e);
   if (!al) return e;
@@ -48,8 +49,7 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
       (v6 ? "[" + ps.host + "]" : ps.host) + ":" + std::to_string(ps.port ? ps.port : kDefaultPort);
   q.remote_name = ps.text;
   // (Not while a capture is on: waiting for a capturing stream would end its capture.)
-  if (!capture_running())
-    if (CudaError t = throttle_across(passive, active, q.stream); t != err::Success) return t;
+  if (!capture_running()) throttle_across(pl, active, q.stream);
   // The passive server marks this client's work there so far: the copy waits for it.
   q.fence = peer_fences_.fetch_add(1) + 1;
   e = pl->call<PeerFenceMsg>(PeerFenceReq{ps.gpu, q.fence});
@@ -83,47 +83,59 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   } else {
     // Host-asynchronous, like CUDA's cudaMemcpyPeer: the passive device's next work waits for
     // the destination's legacy stream (link()).
-    peer_owed_[passive].insert(active);
+    peer_owed_[passive][active] = ++peer_owed_seq_;
     peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
   }
   return err::Success;
 }
 
-CudaError Client::throttle_across(int passive, int active, uint64_t stream) {
+void Client::throttle_across(const ServerLink* passive, int active, uint64_t stream) {
   std::set<std::pair<int, uint64_t>> streams;
   {
     std::lock_guard<std::mutex> lock(peer_pending_mu_);
     PeerInflight& f = peer_inflight_[passive];
     f.streams.insert({active, stream});
-    if (++f.count < kPeerInflight) return err::Success;
+    if (++f.count < kPeerInflight) return;
     f.count = 0;
     streams.swap(f.streams);
   }
-  CudaError first = err::Success;
-  for (const auto& [dev, id] : streams) {
-    CudaError e = stream_synchronize(Stream{dev, id, 0, 0});
-    // A stream destroyed since has nothing left in flight.
-    if (first == err::Success && e != err::Success && e != errc::InvalidResourceHandle) first = e;
-  }
-  return first;
+  for (const auto& [dev, id] : streams) synchronize_for_peer(Stream{dev, id, 0, 0});
 }
 
-CudaError Client::settle_owed(int dev) {
-  std::set<int> actives;
+CudaError Client::synchronize_for_peer(const Stream& s) {
+  CudaError e;
+  ServerLink* l = link_only(s.device, &e);
+  if (!l) return e;
+  e = l->call<StreamSynchronizeMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
+  // A stream destroyed since has nothing left in flight; any other error is the program's to see.
+  if (e != err::Success && e != errc::InvalidResourceHandle) l->defer_error(e);
+  return e;
+}
+
+void Client::settle_owed(int dev, bool even_capturing) {
+  {
+    std::lock_guard<std::mutex> lock(peer_pending_mu_);
+    if (!peer_owed_.count(dev)) return;
+  }
+  if (!even_capturing && capture_running()) return;
+  std::lock_guard<std::mutex> settling(peer_settle_mu_);
+  std::map<int, uint64_t> owed;
   {
     std::lock_guard<std::mutex> lock(peer_pending_mu_);
     auto it = peer_owed_.find(dev);
-    if (it == peer_owed_.end()) return err::Success;
-    actives.swap(it->second);
-    peer_owed_.erase(it);
-    peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
+    if (it == peer_owed_.end()) return;  // another thread's settle came first
+    owed = it->second;
   }
-  CudaError first = err::Success;
-  for (int active : actives) {
-    CudaError e = stream_synchronize(Stream{active, 0, 0, 0});
-    if (first == err::Success) first = e;
+  for (const auto& [active, seq] : owed) synchronize_for_peer(Stream{active, 0, 0, 0});
+  std::lock_guard<std::mutex> lock(peer_pending_mu_);
+  auto it = peer_owed_.find(dev);
+  if (it == peer_owed_.end()) return;
+  for (const auto& [active, seq] : owed) {
+    auto a = it->second.find(active);
+    if (a != it->second.end() && a->second == seq) it->second.erase(a);  // none queued since
   }
-  return first;
+  if (it->second.empty()) peer_owed_.erase(it);
+  peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
 }
 
 CudaError Client::settle_peer_copies(int dev) {
@@ -136,7 +148,8 @@ CudaError Client::settle_peer_copies(int dev) {
       peer_pending_.erase(it);
     }
   }
-  CudaError first = settle_owed(dev);
+  settle_owed(dev, true);  // a free synchronizes, as CUDA's does
+  CudaError first = err::Success;
   for (const auto& [active, id] : streams) {
     CudaError e = stream_synchronize(Stream{active, id});
     // A stream destroyed since is no error of the free's.

@@ -363,6 +363,13 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   return err::Success;
 }
 
+void ServerLink::defer_error(CudaError e) {
+  if (e == err::Success) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pending_ == err::Success) pending_ = e;
+  has_pending_ = true;
+}
+
 CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> body,
                                           std::vector<iovec> rows, uint64_t width) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;

@@ -114,6 +114,8 @@ class ServerLink {
   // How many asynchronous server-to-server copies (PeerCopy) this server reported failed: a
   // change means its peer links may be gone (client/peer_copy.cc brings a new ticket).
   uint64_t peer_copy_failures() const { return peer_copy_failures_.load(); }
+  // An asynchronous failure for the next call on this link to report (as the server's own are).
+  void defer_error(CudaError e);
   // A host function of a graph node: kept, run each time the server names it in a replay
   // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
   uint64_t keep_callback(std::function<void()> fn);

@@ -193,7 +193,8 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   return ret(core().enable_peer_access(peerDevice));
 }
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
-  // Synchronous: on the legacy stream of the destination, which Client::memcpy_peer waits for.
+  // On the legacy stream of the destination; Client::memcpy_peer waits for it on one server and
+  // returns once it is queued between two (CUDA's is asynchronous to the host).
   return ret(core().memcpy_peer(dst, dstDevice, src, srcDevice, count, nullptr));
 }
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "async_common.h"
@@ -206,30 +207,39 @@ int main(int argc, char** argv) {
 
   // cudaMemcpyPeer, and cudaMemcpy/cudaMemcpy2D between GPUs, may return before the copy ends
   // (as CUDA's): the source device's next work must still come after the copy has read it.  The
-  // source is overwritten at once (a memset, a kernel, a copy from a third server into it), each
-  // 64 MiB so that the copy is still running; the destination must hold the old bytes.
+  // copy waits 0.2 s behind a kernel on the destination's legacy stream, and the source is
+  // overwritten at once (a memset, a kernel, a copy from a third server into it, pulled by device
+  // 0 or pushed by device 2); the destination must hold the old bytes.
   {
-    const size_t n = 64u << 20;
+    const size_t n = 16u << 20;
     unsigned char *a, *b, *c = nullptr;
+    int* slow;
     std::vector<unsigned char> src = pattern(n, 11), back(n);
     REQUIRE_OK(cudaSetDevice(0));
     REQUIRE_OK(cudaMalloc(&a, n));
     REQUIRE_OK(cudaSetDevice(1));
     REQUIRE_OK(cudaMalloc(&b, n));
+    REQUIRE_OK(cudaMalloc(&slow, sizeof(int)));
+    cudaStream_t s2 = nullptr;
     if (count > 2) {
       REQUIRE_OK(cudaSetDevice(2));
       REQUIRE_OK(cudaMalloc(&c, n));
       REQUIRE_OK(cudaMemset(c, 0x3c, n));
+      REQUIRE_OK(cudaStreamCreate(&s2));
     }
     const char* forms[] = {"cudaMemcpyPeer, then a memset of the source",
                            "cudaMemcpy (default kind), then a kernel on the source",
                            "cudaMemcpy2D, then a memset of the source",
-                           "cudaMemcpyPeer, then a copy from a third server into the source"};
-    for (int how = 0; how < (count > 2 ? 4 : 3); ++how) {
+                           "cudaMemcpyPeer, then a copy from a third server into the source",
+                           "cudaMemcpyPeer, then a copy pushed into the source by a third server"};
+    for (int how = 0; how < (count > 2 ? 5 : 3); ++how) {
       REQUIRE_OK(cudaSetDevice(1));
       REQUIRE_OK(cudaMemset(b, 0, n));
       REQUIRE_OK(cudaSetDevice(0));
       REQUIRE_OK(cudaMemcpy(a, src.data(), n, cudaMemcpyHostToDevice));
+      REQUIRE_OK(cudaSetDevice(1));
+      slow_fill<<<1, 32>>>(slow, 0, 1, 200ull * 1000 * 1000);  // the copy starts 0.2 s later
+      REQUIRE_OK(cudaSetDevice(0));
       cudaError_t e = cudaSuccess;
       if (how == 1)
         e = cudaMemcpy(b, a, n, cudaMemcpyDefault);
@@ -241,18 +251,44 @@ int main(int argc, char** argv) {
         slow_fill<<<1, 256>>>(reinterpret_cast<int*>(a), 0x5a5a5a5a, static_cast<int>(n / 4), 0);
       else if (how == 3)
         e = e == cudaSuccess ? cudaMemcpyPeer(a, 0, c, 2, n) : e;
+      else if (how == 4)
+        e = e == cudaSuccess ? cudaMemcpyPeerAsync(a, 0, c, 2, n, s2) : e;
       else
         e = e == cudaSuccess ? cudaMemset(a, 0xee, n) : e;
       REQUIRE_OK(cudaSetDevice(1));
       if (e == cudaSuccess) e = cudaMemcpy(back.data(), b, n, cudaMemcpyDeviceToHost);
+      if (how == 4 && e == cudaSuccess) e = cudaStreamSynchronize(s2);
       EXPECT_TRUE(e == cudaSuccess && memcmp(back.data(), src.data(), n) == 0, forms[how]);
       if (e != cudaSuccess) printf("  (%s: %s)\n", forms[how], cudaGetErrorName(e));
     }
+    {  // two threads write the source at once: each waits, also while the other's wait runs
+      REQUIRE_OK(cudaSetDevice(1));
+      REQUIRE_OK(cudaMemset(b, 0, n));
+      REQUIRE_OK(cudaSetDevice(0));
+      REQUIRE_OK(cudaMemcpy(a, src.data(), n, cudaMemcpyHostToDevice));
+      REQUIRE_OK(cudaSetDevice(1));
+      slow_fill<<<1, 32>>>(slow, 0, 1, 200ull * 1000 * 1000);
+      cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n), te[2] = {cudaSuccess, cudaSuccess};
+      std::thread t[2];
+      for (int i = 0; i < 2; ++i)
+        t[i] = std::thread([&, i] {
+          te[i] = cudaSetDevice(0);
+          if (te[i] == cudaSuccess) te[i] = cudaMemset(a + i * (n / 2), 0xee, n / 2);
+        });
+      for (std::thread& x : t) x.join();
+      if (e == cudaSuccess) e = te[0] != cudaSuccess ? te[0] : te[1];
+      REQUIRE_OK(cudaSetDevice(1));
+      if (e == cudaSuccess) e = cudaMemcpy(back.data(), b, n, cudaMemcpyDeviceToHost);
+      EXPECT_TRUE(e == cudaSuccess && memcmp(back.data(), src.data(), n) == 0,
+                  "cudaMemcpyPeer, then two threads writing the source");
+    }
+    cudaFree(slow);
     cudaFree(b);
     REQUIRE_OK(cudaSetDevice(0));
     cudaFree(a);
     if (c) {
       REQUIRE_OK(cudaSetDevice(2));
+      cudaStreamDestroy(s2);
       cudaFree(c);
     }
   }
