@@ -120,35 +120,58 @@ Status Session::on(PeerTicketMsg, const Empty&, PeerTicketRep& rep) {
   return host.issue(rep);
 }
 
+bool Session::next_request_is(MsgId type) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return !queue_.empty() && queue_.front().header.type == static_cast<uint16_t>(type);
+}
+
 Status Session::on(PeerFenceMsg, const PeerFenceReq& q, Empty&) {
-  if (Status s = check_device(q.device); !s.ok()) return s;
-  if (q.fence == 0) return Status::fail(err::InvalidValue, "peer fence 0");
-  uint64_t event = 0;
-  if (Status s = mark_legacy(static_cast<int>(q.device), event); !s.ok()) return s;
-  // What was allocated by now is what the copy may name (AllocationTable stamps).
-  peer_host().fence(q.fence, static_cast<int>(q.device), event, allocs_[q.device].stamp());
-  // For copies through memory a server on this machine mapped before: the legacy stream stores
-  // the fence when it gets there, then the page says this fence was handled (and so every free
-  // the client asked for before it: PeerCopier::try_direct).
-  if (PeerFencePage* page = peer_page_.load(std::memory_order_acquire)) {
+  Status bad = check_device(q.device);
+  if (bad.ok() && q.fence == 0) bad = Status::fail(err::InvalidValue, "peer fence 0");
+  if (bad.ok()) peer_fences_pending_[q.device].push_back(q.fence);
+  // A client that queues copies one after another sends fences faster than an event and a store
+  // each take: a run of them marks one point (nothing else runs between them here).
+  if (next_request_is(MsgId::PeerFence)) return bad;
+  Status f = flush_fences();
+  return bad.ok() ? f : bad;
+}
+
+Status Session::flush_fences() {
+  std::map<uint32_t, std::vector<uint64_t>> pending;
+  pending.swap(peer_fences_pending_);
+  Status first = Status::success();
+  for (auto& [device, ids] : pending) {
+    uint64_t event = 0;
+    if (Status s = mark_legacy(static_cast<int>(device), event); !s.ok()) {
+      if (first.ok()) first = s;
+      continue;
+    }
+    // What was allocated by now is what the copies may name (AllocationTable stamps).
+    peer_host().fence(ids, static_cast<int>(device), event, allocs_[device].stamp());
+    // For copies through memory a server on this machine mapped before: the legacy stream stores
+    // the fence when it gets there, then the page says this fence was handled (and so every free
+    // the client asked for before it: PeerCopier::try_direct).
+    PeerFencePage* page = peer_page_.load(std::memory_order_acquire);
+    if (!page) continue;
     // Fences from several client threads may come out of order: the newest so far is stored
     // (this point of the stream is past every fence handled before it).
-    uint32_t& newest = peer_fence_newest_[q.device];
-    const auto f = static_cast<uint32_t>(q.fence);
-    if (newest == 0 || !peer_fence_passed(newest, f)) newest = f;
+    uint32_t& newest = peer_fence_newest_[device];
+    for (uint64_t id : ids) {
+      const auto f = static_cast<uint32_t>(id);
+      if (newest == 0 || !peer_fence_passed(newest, f)) newest = f;
+    }
     const uint32_t slots = peer_slots_.load(std::memory_order_acquire);
     bool signalled = true;
     for (uint32_t s = 0; s < slots && signalled; ++s) {
       signalled =
-          exec_.gate_signal(static_cast<int>(q.device), 0, &page->reached[s][q.device], newest)
-              .ok();
+          exec_.gate_signal(static_cast<int>(device), 0, &page->reached[s][device], newest).ok();
       // Fences from this one on are stored for the slot.
       if (signalled && peer_fence_load(page->slot_from[s]) == 0)
         peer_fence_store(page->slot_from[s], newest);
     }
-    if (signalled) peer_fence_store(page->processed[q.device], newest);
+    if (signalled) peer_fence_store(page->processed[device], newest);
   }
-  return Status::success();
+  return first;
 }
 
 Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {

@@ -31,23 +31,25 @@ PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int 
   if (tls_) pin_ = tls_->fingerprint();
 }
 
-void PeerHost::fence(uint64_t id, int dev, uint64_t event, uint64_t stamp) {
+void PeerHost::fence(const std::vector<uint64_t>& ids, int dev, uint64_t event, uint64_t stamp) {
   constexpr size_t kMaxUnclaimed = 1024;  // copies refused before their PeerBegin leave theirs
-  std::vector<Fence> drop;
+  std::shared_ptr<uint64_t> shared(new uint64_t(event), [this, dev](uint64_t* e) {
+    hooks_.release_event(dev, *e);
+    delete e;
+  });
+  std::vector<Fence> drop;  // released once the lock is let go
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || fences_.count(id)) {
-      drop.push_back(Fence{dev, event, stamp});
-    } else {
-      fences_[id] = Fence{dev, event, stamp};
+    for (uint64_t id : ids) {
+      if (stopping_ || fences_.count(id)) continue;
+      fences_[id] = Fence{dev, shared, stamp};
       while (fences_.size() > kMaxUnclaimed) {
-        drop.push_back(fences_.begin()->second);
+        drop.push_back(std::move(fences_.begin()->second));
         fences_.erase(fences_.begin());
       }
     }
   }
   fence_cv_.notify_all();
-  for (const Fence& f : drop) hooks_.release_event(f.dev, f.event);
 }
 
 Status PeerHost::await_fence(uint64_t id, int& dev, uint64_t& stamp) {
@@ -60,14 +62,12 @@ Status PeerHost::await_fence(uint64_t id, int& dev, uint64_t& stamp) {
       return Status::fail(err::DevicesUnavailable,
                           stopping_ ? "the session is ending"
                                     : "the client's order for this copy (PeerFence) never came");
-    f = fences_[id];
+    f = std::move(fences_[id]);
     fences_.erase(id);
   }
   dev = f.dev;
   stamp = f.stamp;
-  Status s = exec_.event_synchronize(f.dev, f.event);
-  hooks_.release_event(f.dev, f.event);
-  return s;
+  return exec_.event_synchronize(f.dev, *f.event);  // the event goes with its last fence
 }
 
 Status PeerHost::issue(PeerTicketRep& rep) {
@@ -469,7 +469,7 @@ void PeerHost::stop() {
   fence_cv_.notify_all();
   if (inbox_thread_.joinable()) inbox_thread_.join();
   for (auto& l : links) l->thread.join();
-  for (const Fence& f : unclaimed) hooks_.release_event(f.dev, f.event);
+  unclaimed.clear();  // their events go back
   if (inbox_ >= 0) close(inbox_);
   inbox_ = -1;
 }

@@ -64,7 +64,7 @@ class PeerHost {
   // the copy that names fence `id` waits for; it is the host's now (released when used, or when
   // too many wait unclaimed).
   // `stamp`: the allocation table's stamp() then; the copy's rows must be older.
-  void fence(uint64_t id, int dev, uint64_t event, uint64_t stamp);
+  void fence(const std::vector<uint64_t>& ids, int dev, uint64_t event, uint64_t stamp);
   // The session ends: links are shut down, threads joined, tickets forgotten.
   void stop();
   // Waits (up to `limit`) until no link is in the middle of a copy; false when one still is.
@@ -112,8 +112,8 @@ class PeerHost {
   std::vector<std::unique_ptr<Link>> links_;
   struct Fence {
     int dev;
-    uint64_t event;
-    uint64_t stamp;
+    std::shared_ptr<uint64_t> event;  // shared by fences that mark one point; released
+    uint64_t stamp;                   // (Hooks::release_event) with the last of them
   };
   std::map<uint64_t, Fence> fences_;  // sent by the client, not yet claimed by a copy
   std::condition_variable fence_cv_;

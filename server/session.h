@@ -457,6 +457,12 @@ class Session {
   std::atomic<PeerFencePage*> peer_page_{nullptr};  // peer_fences_'s, for the dispatcher
   std::atomic<uint32_t> peer_slots_{0};             // slots handed to links so far
   std::array<uint32_t, kPeerFenceDevices> peer_fence_newest_{};  // the dispatcher's
+  // PeerFence requests that came one after another mark one point of the GPU's legacy stream:
+  // they wait here (by GPU) while the next request is a PeerFence too, then share one event and
+  // one store (flush_fences; server/peer.cc).  The dispatcher's.
+  std::map<uint32_t, std::vector<uint64_t>> peer_fences_pending_;
+  bool next_request_is(proto::MsgId type);
+  backend::Status flush_fences();
   std::unique_ptr<StagingPool> peer_pool_;
   std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
   std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end
