@@ -481,7 +481,13 @@ void ServerLink::receive_loop() {
         case MsgId::AsyncError: {
           AsyncErrorMsg m = decode_message<AsyncErrorMsg>(body.data(), body.size());
           const char* what = msg_name(m.msg_type);
-          LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
+          // The first few: a link that fails under thousands of queued copies fails each.
+          constexpr uint64_t kLogged = 5;
+          if (++async_failures_ <= kLogged)
+            LOG_WARN("asynchronous %s failed: %s%s", what ? what : "request", m.message.c_str(),
+                     async_failures_ == kLogged
+                         ? " (further asynchronous failures on this link are not logged)"
+                         : "");
           if (m.msg_type == static_cast<uint16_t>(MsgId::PeerCopy)) ++peer_copy_failures_;
           std::lock_guard<std::mutex> lock(mu_);
           if (pending_ == err::Success) pending_ = m.error;

@@ -199,6 +199,7 @@ class ServerLink {
   uint64_t async_out_ = 0;             // asynchronous payload bytes the server has not given back
   std::atomic<bool> has_pending_{false};
   std::atomic<uint64_t> peer_copy_failures_{0};
+  uint64_t async_failures_ = 0;       // AsyncError messages seen (the receive thread's)
   std::atomic<bool> failed_{false};   // state_ is an error: every call fails at once
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
