@@ -43,8 +43,9 @@ std::string human(uint64_t b) {
 
 // The worker through rgpu; fills `peer` and `relay`; `unsupported` when the servers refused the
 // peer copy.  False when the run failed.
+// `native`: without rgpu; on a machine with one GPU the worker then copies within it.
 bool run_worker(const std::string& worker, const char* lib_dir, uint64_t max_bytes, Rows& peer,
-                Rows& relay, bool& unsupported, std::string& device) {
+                Rows& relay, bool& unsupported, std::string& device, bool native = false) {
   int out[2];
   if (pipe(out) != 0) return false;
   pid_t pid = fork();
@@ -53,6 +54,7 @@ bool run_worker(const std::string& worker, const char* lib_dir, uint64_t max_byt
     close(out[0]);
     close(out[1]);
     setenv("LD_LIBRARY_PATH", lib_dir, 1);
+    if (native) setenv("RGPU_BENCH_PEER_ONE_GPU", "1", 1);
     std::string arg = std::to_string(max_bytes);
     execl(worker.c_str(), worker.c_str(), "--peer", arg.c_str(), static_cast<char*>(nullptr));
     fprintf(stderr, "rgpu bench: cannot run %s: %s\n", worker.c_str(), strerror(errno));
@@ -256,9 +258,8 @@ int bench_peer(const std::string& worker, const char* lib_dir, uint64_t max_byte
           devices[1].text.c_str());
   const bool worker_ok = run_worker(worker, lib_dir, max_bytes, peer, relay, unsupported, device);
   // Native cudaMemcpyPeer between this machine's GPUs 0 and 1 (peer access enabled where the
-  // GPUs allow it), when it has two: the reference for daemons on one machine.
-  // With one GPU, native copies stay within it (RGPU_BENCH_PEER_ONE_GPU): the reference for
-  // daemons that share that GPU.
+  // GPUs allow it): the reference for daemons on one machine.  With one GPU, native copies stay
+  // within it (RGPU_BENCH_PEER_ONE_GPU): the reference for daemons that share that GPU.
   Rows native, native_relay;
   std::string native_device;
   if (access("/dev/nvidiactl", F_OK) == 0) {
@@ -266,11 +267,9 @@ int bench_peer(const std::string& worker, const char* lib_dir, uint64_t max_byte
     const char* root = getenv("RGPU_CUDA_ROOT");
     const std::string native_lib = std::string(root ? root : "/usr/local/cuda") + "/lib64";
     bool native_unsupported = false;
-    setenv("RGPU_BENCH_PEER_ONE_GPU", "1", 1);
     if (!run_worker(worker, native_lib.c_str(), max_bytes, native, native_relay, native_unsupported,
-                    native_device))
+                    native_device, true))
       native.clear();
-    unsetenv("RGPU_BENCH_PEER_ONE_GPU");
   }
   fprintf(stderr, "rgpu bench --peer: raw TCP stream to %s...\n", devices[1].host.c_str());
   const bool link_ok = measure_link(devices[1].host, max_bytes, link, link_why);

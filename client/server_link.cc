@@ -481,13 +481,19 @@ void ServerLink::receive_loop() {
         case MsgId::AsyncError: {
           AsyncErrorMsg m = decode_message<AsyncErrorMsg>(body.data(), body.size());
           const char* what = msg_name(m.msg_type);
-          // The first few: a link that fails under thousands of queued copies fails each.
-          constexpr uint64_t kLogged = 5;
-          if (++async_failures_ <= kLogged)
-            LOG_WARN("asynchronous %s failed: %s%s", what ? what : "request", m.message.c_str(),
-                     async_failures_ == kLogged
-                         ? " (further asynchronous failures on this link are not logged)"
-                         : "");
+          // A failure just like the one before is counted, not logged again (a link that fails
+          // under thousands of queued copies fails each of them the same way).
+          if (m.msg_type == last_async_type_ && m.message == last_async_message_) {
+            ++async_repeats_;
+          } else {
+            if (async_repeats_)
+              LOG_WARN("(the failure before this one came %llu more time(s))",
+                       static_cast<unsigned long long>(async_repeats_));
+            LOG_WARN("asynchronous %s failed: %s", what ? what : "request", m.message.c_str());
+            last_async_type_ = m.msg_type;
+            last_async_message_ = m.message;
+            async_repeats_ = 0;
+          }
           if (m.msg_type == static_cast<uint16_t>(MsgId::PeerCopy)) ++peer_copy_failures_;
           std::lock_guard<std::mutex> lock(mu_);
           if (pending_ == err::Success) pending_ = m.error;

@@ -199,7 +199,10 @@ class ServerLink {
   uint64_t async_out_ = 0;             // asynchronous payload bytes the server has not given back
   std::atomic<bool> has_pending_{false};
   std::atomic<uint64_t> peer_copy_failures_{0};
-  uint64_t async_failures_ = 0;       // AsyncError messages seen (the receive thread's)
+  // The last AsyncError logged, and how many just like it came since (the receive thread's).
+  uint16_t last_async_type_ = 0;
+  std::string last_async_message_;
+  uint64_t async_repeats_ = 0;
   std::atomic<bool> failed_{false};   // state_ is an error: every call fails at once
   CudaError state_ = err::Success;    // outcome of connecting / losing the link
   CudaError pending_ = err::Success;  // first asynchronous failure not yet reported
