@@ -48,10 +48,12 @@ bool PeerCopier::try_direct(const PeerJob& job, uint64_t stream, Status& out) {
   // The peer has handled the client's fence, so every free the client asked for before it; and
   // stores this fence in the link's slot.
   const auto fence = static_cast<uint32_t>(job.remote.fence);
-  for (auto until = Clock::now() + fence_spin();
-       !peer_fence_passed(peer_fence_load(page->processed[rdev]), fence);) {
-    if (Clock::now() > until) return false;
-    std::this_thread::yield();
+  if (!peer_fence_passed(peer_fence_load(page->processed[rdev]), fence)) {
+    for (auto until = Clock::now() + fence_spin();
+         !peer_fence_passed(peer_fence_load(page->processed[rdev]), fence);) {
+      if (Clock::now() > until) return false;
+      std::this_thread::yield();
+    }
   }
   const uint32_t from = peer_fence_load(page->slot_from[slot]);
   if (from == 0 || !peer_fence_passed(fence, from)) return false;
@@ -67,22 +69,32 @@ bool PeerCopier::try_direct(const PeerJob& job, uint64_t stream, Status& out) {
   PeerImports::Found found;
   const int dev = job.local.dev;
   if (!l->imports->find(dev, rdev, job.remote.ptr, extent, found)) return false;
+  // The peer's GPU is past the fence already (copies queued one after another from a source
+  // nothing writes): the stream need not wait for it.
+  const bool reached = peer_fence_passed(peer_fence_load(page->reached[slot][rdev]), fence);
+  bool fresh = false;
   {
     std::lock_guard<std::mutex> lock(l->mu);  // the link's thread sees the wait (watching)
     if (l->closing || l->cancelled || l->done) return false;
     std::lock_guard<std::mutex> dlock(l->direct_mu);
     if (l->direct_closed) return false;
-    auto [it, fresh] = l->waits.try_emplace(rdev);
-    Link::Wait& wt = it->second;
-    if (fresh) {
-      wt.since = Clock::now();
-      wt.seen = peer_fence_load(page->reached[slot][rdev]);
+    if (!reached) {
+      auto [it, added] = l->waits.try_emplace(rdev);
+      Link::Wait& wt = it->second;
+      if (added) {
+        wt.since = Clock::now();
+        wt.seen = peer_fence_load(page->reached[slot][rdev]);
+      }
+      if (added || !peer_fence_passed(wt.fence, fence)) wt.fence = fence;
+      fresh = added;
     }
-    if (fresh || !peer_fence_passed(wt.fence, fence)) wt.fence = fence;
   }
-  l->cv.notify_all();
+  // The link's thread watches waits now and then once it has one; only the first needs waking
+  // it (a wakeup per copy cost the dispatcher more than the copy's own DMA call).
+  if (fresh) l->cv.notify_all();
   // A wait that cannot be queued: the round trip instead (the wait above passes by itself).
-  if (!exec_.gate_wait(dev, stream, &page->reached[slot][rdev], fence).ok()) return false;
+  if (!reached && !exec_.gate_wait(dev, stream, &page->reached[slot][rdev], fence).ok())
+    return false;
   const backend::Rect r{job.local.width, job.local.height};
   out = job.push ? exec_.copy_on_device(dev, found.addr, rpitch, job.local.base, job.local.pitch, r,
                                         stream)
