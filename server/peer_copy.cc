@@ -462,6 +462,15 @@ void PeerCopier::flush_unmaps() {
   for (auto& l : all) l->imports->flush();
 }
 
+void PeerCopier::stream_ending(int dev, uint64_t stream) {
+  std::vector<std::shared_ptr<Link>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all = all_;
+  }
+  for (auto& l : all) l->imports->stream_ending(dev, stream);
+}
+
 void PeerCopier::forget_device(int dev) {
   std::vector<std::shared_ptr<Link>> all;
   {

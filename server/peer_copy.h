@@ -80,6 +80,8 @@ class PeerCopier {
   // The dispatcher, before it holds a stream for a copy: peers' memory that copies let go of is
   // unmapped now (PeerImports::flush).
   void flush_unmaps();
+  // The dispatcher, before destroying a stream of GPU `dev` (PeerImports::stream_ending).
+  void stream_ending(int dev, uint64_t stream);
   // GPU `dev` is being reset: peers' memory mapped on it goes (no copy runs: wait_idle first).
   void forget_device(int dev);
 

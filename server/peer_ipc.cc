@@ -364,41 +364,53 @@ PeerImports::Import* PeerImports::lookup(const Key& k, uint64_t mapped) {
 void PeerImports::note_use(const Found& f, uint64_t stream) {
   constexpr unsigned kEventDisableTiming = 2;
   const int dev = static_cast<int>(std::get<0>(f.key));
-  uint64_t event = 0;
-  bool known = false;  // the stream has used it before: its event is recorded again
   {
     std::lock_guard<std::mutex> lock(mu_);
     Import* im = lookup(f.key, f.mapped);
     if (!im) return;  // cannot be: only this thread (the dispatcher's flush) unmaps
-    for (const auto& [s, e] : im->uses)
-      if (s == stream) {
-        known = true;
-        event = e;
+    for (Use& u : im->uses)
+      if (u.stream == stream) {
+        u.dirty = u.event != 0;
+        return;
       }
   }
-  if (known) {
-    // 0: no event could be made; the import stays mapped for the session's life anyway.
-    if (event && !exec_.event_record(dev, event, stream).ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (Import* im = lookup(f.key, f.mapped))
-        for (auto& [s, e] : im->uses)
-          if (s == stream) e = 0;  // its event no longer tells: never unmapped (leaks the event)
-    }
-    return;
-  }
+  uint64_t event = 0;
   if (!exec_.event_create(dev, kEventDisableTiming, event).ok()) event = 0;
-  if (event && !exec_.event_record(dev, event, stream).ok()) {
-    exec_.event_destroy(dev, event);
-    event = 0;
-  }
   std::lock_guard<std::mutex> lock(mu_);
-  if (Import* im = lookup(f.key, f.mapped)) im->uses.push_back({stream, event});
+  if (Import* im = lookup(f.key, f.mapped)) im->uses.push_back(Use{stream, event, event != 0});
+}
+
+void PeerImports::record(const Key& k, Import& im) {
+  const int dev = static_cast<int>(std::get<0>(k));
+  for (Use& u : im.uses) {
+    if (!u.dirty) continue;
+    u.dirty = false;
+    // Unrecorded, the event would say the stream is past copies it may not be: never unmapped.
+    if (!exec_.event_record(dev, u.event, u.stream).ok()) u.event = 0;  // (leaks the event)
+  }
+}
+
+void PeerImports::stream_ending(int dev, uint64_t stream) {
+  // Under mu_: the link's thread may move imports meanwhile (cuEventRecord only, no wait).
+  std::lock_guard<std::mutex> lock(mu_);
+  auto visit = [&](const Key& k, Import& im) {
+    if (std::get<0>(k) != static_cast<uint32_t>(dev)) return;
+    for (Use& u : im.uses)
+      if (u.stream == stream) {
+        if (u.dirty && !exec_.event_record(dev, u.event, stream).ok()) u.event = 0;  // (leaks it)
+        u.dirty = false;
+        u.stream = kGone;
+      }
+  };
+  for (auto& [k, im] : imports_) visit(k, im);
+  for (auto& [k, im] : later_) visit(k, im);
 }
 
 bool PeerImports::unused(const Key& k, const Import& im) {
   const int dev = static_cast<int>(std::get<0>(k));
-  for (const auto& [s, e] : im.uses)
-    if (e == 0 || exec_.event_query(dev, e).code == err::NotReady) return false;
+  for (const Use& u : im.uses)
+    if (u.event == 0 || u.dirty || exec_.event_query(dev, u.event).code == err::NotReady)
+      return false;
   return true;
 }
 
@@ -417,6 +429,7 @@ void PeerImports::flush() {
     gone.swap(later_);
   }
   for (auto& [k, im] : gone) {
+    record(k, im);
     if (unused(k, im))
       unmap(k, im);
     else
@@ -476,8 +489,8 @@ void PeerImports::clear() {
 
 void PeerImports::unmap(const Key& k, const Import& im) {
   const int dev = static_cast<int>(std::get<0>(k));
-  for (const auto& [s, e] : im.uses)
-    if (e) exec_.event_destroy(dev, e);
+  for (const Use& u : im.uses)
+    if (u.event) exec_.event_destroy(dev, u.event);
   if (Status s = exec_.ipc_mem_close(dev, im.addr, im.size); !s.ok()) {
     // Still mapped: its address space stays reserved (never handed out over live memory).
     LOG_WARN("unmapping a peer's memory at 0x%llx: %s", static_cast<unsigned long long>(im.addr),

@@ -102,7 +102,13 @@ class PeerImports {
     uint64_t mapped = 0;  // the import's own address (an import that replaced it is another)
   };
   bool find(int dev, uint32_t remote_dev, uint64_t remote, uint64_t extent, Found& out);
+  // No CUDA call for a stream that used the import before: its event is recorded once the import
+  // is to go (flush(), on the same dispatcher thread, so after every copy queued through it) or
+  // the stream is (stream_ending).
   void note_use(const Found& f, uint64_t stream);
+  // The dispatcher, before stream `stream` of GPU `dev` is destroyed: its uses' events are
+  // recorded now, and a later stream given the same handle counts as another.
+  void stream_ending(int dev, uint64_t stream);
   // The link ended: every import goes to flush(), which unmaps it once no stream uses it.
   void retire();
   // Unmapping may wait for the GPU's streams (the host backend synchronizes them; cuMemUnmap did
@@ -117,15 +123,20 @@ class PeerImports {
   void clear();
 
  private:
+  struct Use {
+    uint64_t stream = 0;  // kGone once destroyed
+    uint64_t event = 0;   // 0: none could be made; the import then stays mapped for the session
+    bool dirty = false;   // copies since the event was last recorded
+  };
+  static constexpr uint64_t kGone = ~uint64_t{0};
   struct Import {
     uint64_t addr = 0, size = 0;
-    // Direct copies' streams and an event recorded after each one's latest copy (0: none could
-    // be made; the import then stays mapped for the session's life).
-    std::vector<std::pair<uint64_t, uint64_t>> uses;
+    std::vector<Use> uses;  // direct copies' streams
   };
   using Key = std::tuple<uint32_t, uint32_t, uint64_t>;  // importer GPU, exporter GPU, base
   void unmap(const Key& k, const Import& im);
   bool unused(const Key& k, const Import& im);    // no stream is before its uses' ends
+  void record(const Key& k, Import& im);          // the dispatcher: events of dirty uses
   Import* lookup(const Key& k, uint64_t mapped);  // under mu_: in imports_ or later_
   backend::Executor& exec_;
   const Hooks hooks_;

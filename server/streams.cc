@@ -60,6 +60,7 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
     return s.ok() ? Status::fail(kInvalidResourceHandle, "the default stream") : s;
   streams_.erase(q.id);
   if (pools_) pools_->forget_stream(q.device, h);  // its handle may name another stream later
+  if (peer_copier_) peer_copier_->stream_ending(static_cast<int>(q.device), h);
   return exec_.stream_destroy(static_cast<int>(q.device), h);
 }
 

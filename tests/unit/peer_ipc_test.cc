@@ -13,7 +13,9 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
+#include "backend/gate.h"
 #include "backend/host/host_executor.h"
 #include "backend/host/host_ledger.h"
 
@@ -156,4 +158,62 @@ TEST(PeerIpc, ImportsRefuseRowsOutsideTheirExportAndUnmapOnlyAtFlush) {
   EXPECT_EQ(reserved, 1);
   im.flush();
   EXPECT_EQ(reserved, 0);
+}
+
+// A direct copy notes its stream's use of an import without a CUDA call; the use's event is
+// recorded when the import is to go (flush) or its stream is (stream_ending).  Until the stream
+// is past the copy, nothing unmaps it.
+TEST(PeerIpc, AnImportInUseStaysMappedUntilItsStreamsArePastIt) {
+  Fixture f;
+  const uint64_t a = f.alloc(0, 2 * kMiB, 5);
+  PeerExports ex(f.stamp_at());
+  int reserved = 0;
+  PeerImports::Hooks hooks;
+  hooks.reserve = [&](int, uint64_t, uint64_t size, uint64_t& addr) {
+    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(p, size);
+    addr = reinterpret_cast<uint64_t>(p);
+    ++reserved;
+    return backend::Status::success();
+  };
+  hooks.unreserve = [&](int, uint64_t, uint64_t) { --reserved; };
+  PeerImports im(*f.exec, hooks);
+  PeerIpcMapRep rep;
+  ex.map(*f.exec, rows(a, 4096), 5, 0, f.sv[0], rep);
+  uint64_t addr = 0;
+  std::string why;
+  ASSERT_TRUE(im.apply(0, 0, 0, 4096, rep, f.sv[1], addr, why)) << why;
+  uint64_t s1 = 0, s2 = 0;
+  ASSERT_TRUE(f.exec->stream_create(0, 0, 0, s1).ok());
+  ASSERT_TRUE(f.exec->stream_create(0, 0, 0, s2).ok());
+  uint32_t gate1 = 0, gate2 = 0;
+  PeerImports::Found found;
+  ASSERT_TRUE(im.find(0, 0, a, 4096, found));
+  // Stream 1: a copy, done, then (the use known) another one held behind a gate.
+  im.note_use(found, s1);
+  ASSERT_TRUE(f.exec->stream_synchronize(0, s1).ok());
+  ASSERT_TRUE(f.exec->gate_wait(0, s1, &gate1, 1).ok());
+  im.note_use(found, s1);
+  // Stream 2: a copy held behind a gate, then the stream is destroyed (its work still runs, as
+  // CUDA's does; the host backend's destroy returns once it has, hence the thread).
+  ASSERT_TRUE(f.exec->gate_wait(0, s2, &gate2, 1).ok());
+  im.note_use(found, s2);
+  im.stream_ending(0, s2);
+  std::thread destroyer([&] { f.exec->stream_destroy(0, s2); });
+  for (int i = 0; i < 500 && f.exec->stream_query(0, s2).code != 400; ++i)  // gone
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  PeerIpcMapRep dropped;
+  dropped.drops = {0, 0, a};
+  EXPECT_FALSE(im.apply(0, 0, 0, 16, dropped, f.sv[1], addr, why));
+  im.flush();
+  EXPECT_EQ(reserved, 1) << "unmapped while streams 1 and 2 were before their copies";
+  backend::open_gate(&gate1, 1);
+  ASSERT_TRUE(f.exec->stream_synchronize(0, s1).ok());
+  im.flush();
+  EXPECT_EQ(reserved, 1) << "unmapped while the destroyed stream was before its copy";
+  backend::open_gate(&gate2, 1);
+  destroyer.join();
+  im.flush();
+  EXPECT_EQ(reserved, 0) << "the destroyed stream's copy is done, yet the import stays";
+  f.exec->stream_destroy(0, s1);
 }
