@@ -161,8 +161,10 @@ CudaError Client::driver_version(int dev, int* version) {
 }
 
 CudaError Client::synchronize(int dev) {
+  const uint64_t owed = owed_mark();
   CudaError e = forward<DeviceSynchronizeMsg>(dev, {});
   if (e == err::Success) managed_synchronized(dev);
+  if (e == err::Success) owed_settled_by(dev, owed);  // copies to `dev` between servers are over
   return e;
 }
 

@@ -654,6 +654,10 @@ class Client {
   // unless `even_capturing` (a free).  A failed copy's error is left for the active server's
   // next call to report.
   void settle_owed(int dev, bool even_capturing = false);
+  // The program synchronized device `active` (cudaDeviceSynchronize, or its legacy stream): the
+  // copies it owed that were queued before (newest number `seq`, from owed_mark) are over.
+  uint64_t owed_mark();
+  void owed_settled_by(int active, uint64_t seq);
   // The passive session keeps the fences of at most 1024 copies not yet begun
   // (server/peer_host.cc): every kPeerInflight-th copy from one passive server first waits for the
   // streams of the copies before it, as CUDA's queue blocks when it is full (throttle_across).

@@ -138,6 +138,23 @@ void Client::settle_owed(int dev, bool even_capturing) {
   peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
 }
 
+uint64_t Client::owed_mark() {
+  if (peer_owed_devices_.load(std::memory_order_acquire) == 0) return 0;
+  std::lock_guard<std::mutex> lock(peer_pending_mu_);
+  return peer_owed_seq_;
+}
+
+void Client::owed_settled_by(int active, uint64_t seq) {
+  if (seq == 0) return;
+  std::lock_guard<std::mutex> lock(peer_pending_mu_);
+  for (auto it = peer_owed_.begin(); it != peer_owed_.end();) {
+    auto a = it->second.find(active);
+    if (a != it->second.end() && a->second <= seq) it->second.erase(a);  // none queued since
+    it = it->second.empty() ? peer_owed_.erase(it) : std::next(it);
+  }
+  peer_owed_devices_.store(static_cast<int>(peer_owed_.size()), std::memory_order_release);
+}
+
 CudaError Client::settle_peer_copies(int dev) {
   std::set<std::pair<int, uint64_t>> streams;
   {

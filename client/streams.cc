@@ -114,7 +114,10 @@ CudaError Client::stream_synchronize(const Stream& s) {
   CudaError e;
   ServerLink* l = link(s.device, &e);
   if (!l) return e;
-  return l->call<StreamSynchronizeMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
+  const uint64_t owed = s.id == 0 ? owed_mark() : 0;  // copies between servers go on stream 0
+  e = l->call<StreamSynchronizeMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
+  if (e == err::Success) owed_settled_by(s.device, owed);
+  return e;
 }
 
 CudaError Client::stream_query(const Stream& s) {

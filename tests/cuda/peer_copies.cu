@@ -106,7 +106,7 @@ int kill_mode() {
       printf("copying\n");
       fflush(stdout);
     }
-    cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n);  // server 1 pulls from server 0
+    cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n);      // server 1 pulls from server 0
     if (e == cudaSuccess) e = cudaDeviceSynchronize();  // it may return before the copy ends
     if (e != cudaSuccess) {
       printf("copy failed: %s\n", cudaGetErrorName(e));
@@ -149,6 +149,31 @@ int direct_mode() {
   return wrong ? 1 : 0;
 }
 
+// "settled": copies to device 1, each followed by a synchronization of device 1 (the device, or
+// its legacy stream); then device 0 is written again.  The synchronization has shown the copy
+// over, so device 0's next call need not wait for it again (RGPU_STATS counts the round trips).
+int settled_mode() {
+  const int N = 4096;
+  int *a, *b;
+  REQUIRE_OK(cudaSetDevice(0));
+  REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
+  REQUIRE_OK(cudaSetDevice(1));
+  REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
+  std::vector<int> back(N);
+  int wrong = 0;
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE_OK(cudaSetDevice(0));
+    slow_fill<<<1, 256>>>(a, i, N, 0);
+    REQUIRE_OK(cudaMemcpyPeer(b, 1, a, 0, N * sizeof(int)));
+    REQUIRE_OK(cudaSetDevice(1));
+    REQUIRE_OK(i % 2 ? cudaStreamSynchronize(0) : cudaDeviceSynchronize());
+    REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
+    if (!all_equal(back.data(), N, i)) ++wrong;
+  }
+  printf("settled copies wrong: %d\n", wrong);
+  return wrong ? 1 : 0;
+}
+
 // "killwait": a copy pulled by 1 from 0 waits behind a kernel of a minute on 0; the test kills
 // server 0 meanwhile: the copy's stream must fail within seconds, not wait for ever.
 int kill_wait_mode() {
@@ -180,6 +205,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_mode();
   if (argc > 1 && strcmp(argv[1], "direct") == 0) return direct_mode();
   if (argc > 1 && strcmp(argv[1], "killwait") == 0) return kill_wait_mode();
+  if (argc > 1 && strcmp(argv[1], "settled") == 0) return settled_mode();
   int count = 0;
   REQUIRE_OK(cudaGetDeviceCount(&count));
   EXPECT_TRUE(count >= 2, "at least two devices");

@@ -152,6 +152,23 @@ TEST(PeerDirect, RepeatedCopiesNeedNoRoundTrip) {
   EXPECT_EQ(count_of(text, "direct (failed)"), 0u) << text;
 }
 
+// A cudaMemcpyPeer is host-asynchronous; the source device's next call waits for it unless the
+// program has synchronized the destination since (device or legacy stream): then no round trip
+// of the client's own for it (RGPU_STATS: StreamSynchronize only the program's ten).
+TEST(PeerSettle, ASynchronizedDestinationOwesTheSourceNothing) {
+  Daemon a, b;
+  Env env = a.client_env();
+  env["RGPU_SERVERS"] = a.servers() + "," + b.servers();
+  env["RGPU_STATS"] = "1";
+  Result r = run({cuda_program("peer_copies"), "settled"}, env, 120);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("settled copies wrong: 0"), std::string::npos) << r.out << r.err;
+  const std::string key = "rgpu stats: StreamSynchronize ";
+  const size_t at = r.err.find(key);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(std::stoull(r.err.substr(at + key.size())), 10u) << r.err;
+}
+
 // A direct copy waits on the GPU for a passive server whose kernel runs for a minute; the passive
 // session is killed: the active server's link finds out (PeerFenceQuery) and the copy's stream
 // fails within seconds (without the watch it would wait for ever).
