@@ -163,6 +163,11 @@ Status Session::flush_fences() {
     const uint32_t slots = peer_slots_.load(std::memory_order_acquire);
     bool signalled = true;
     for (uint32_t s = 0; s < slots && signalled; ++s) {
+      // A slot's first signal: its words start just before it (not 0, which a fence id past
+      // 2^31 would count as passed), so no fence from `slot_from` on passes before the GPU
+      // stores it.  No GPU store to the slot is queued yet.
+      if (peer_fence_load(page->slot_from[s]) == 0)
+        for (uint32_t& w : page->reached[s]) peer_fence_store(w, newest - 1);
       signalled =
           exec_.gate_signal(static_cast<int>(device), 0, &page->reached[s][device], newest).ok();
       // Fences from this one on are stored for the slot.

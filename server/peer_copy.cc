@@ -86,6 +86,7 @@ void PeerCopier::start(PeerJob job, Done done) {
       }
       if (d) {
         ended.push_back(*it);
+        retired_.push_back((*it)->imports);  // unmapped by flush_unmaps() once unused
         it = all_.erase(it);
       } else {
         ++it;
@@ -102,7 +103,7 @@ void PeerCopier::start(PeerJob job, Done done) {
         l->cv.notify_all();
       }
       l = std::make_shared<Link>();
-      l->imports = std::make_unique<PeerImports>(exec_, import_hooks_);
+      l->imports = std::make_shared<PeerImports>(exec_, import_hooks_);
       links_[job.endpoint] = l;
       all_.push_back(l);
       Link* raw = l.get();
@@ -454,30 +455,25 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
 
 // Unmapping may wait for streams whose copies take mu_ as they end: never under mu_.
 void PeerCopier::flush_unmaps() {
-  std::vector<std::shared_ptr<Link>> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    all = all_;
-  }
-  for (auto& l : all) l->imports->flush();
+  for (auto& im : every_import()) im->flush();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(retired_, [](const std::shared_ptr<PeerImports>& im) { return im->empty(); });
+}
+
+std::vector<std::shared_ptr<PeerImports>> PeerCopier::every_import() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<PeerImports>> all;
+  for (auto& l : all_) all.push_back(l->imports);
+  all.insert(all.end(), retired_.begin(), retired_.end());
+  return all;
 }
 
 void PeerCopier::stream_ending(int dev, uint64_t stream) {
-  std::vector<std::shared_ptr<Link>> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    all = all_;
-  }
-  for (auto& l : all) l->imports->stream_ending(dev, stream);
+  for (auto& im : every_import()) im->stream_ending(dev, stream);
 }
 
 void PeerCopier::forget_device(int dev) {
-  std::vector<std::shared_ptr<Link>> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    all = all_;
-  }
-  for (auto& l : all) l->imports->forget_device(dev);
+  for (auto& im : every_import()) im->forget_device(dev);
 }
 
 void PeerCopier::Trace::mark(const char* what) {

@@ -114,7 +114,7 @@ class PeerCopier {
     Trace trace;
     int ipc = -1;          // the unix socket beside a link to a peer on this machine (PeerIpcOpen)
     int ipc_failures = 0;  // imports in a row that failed
-    std::unique_ptr<PeerImports> imports;  // the peer's memory mapped here
+    std::shared_ptr<PeerImports> imports;  // the peer's memory mapped here
     // The direct path: the passive session's fence page mapped here (the link's thread's; kept
     // for the session's life once the link ends), `page` its address for the dispatcher (null:
     // no direct copies), `slot` this link's words in it.
@@ -163,6 +163,10 @@ class PeerCopier {
   bool stopping_ = false;
   // Fence pages of ended links: a GPU may still read them (kept for the session's life).
   std::vector<std::unique_ptr<PeerFenceMap>> old_fences_;
+  // Imports of ended links (all retired) that flush_unmaps() has yet to unmap: a stream may
+  // still use them, or their events are yet to be recorded (PeerImports::flush).
+  std::vector<std::shared_ptr<PeerImports>> retired_;        // under mu_
+  std::vector<std::shared_ptr<PeerImports>> every_import();  // live links' and retired_
 };
 
 }  // namespace rgpu::server

@@ -404,6 +404,20 @@ void PeerImports::stream_ending(int dev, uint64_t stream) {
   };
   for (auto& [k, im] : imports_) visit(k, im);
   for (auto& [k, im] : later_) visit(k, im);
+  // Uses of streams destroyed earlier whose copies are over: a program that makes a stream per
+  // copy would otherwise pile them up (and their events) on an import that stays mapped.
+  auto prune = [&](const Key& k, Import& im) {
+    const int d = static_cast<int>(std::get<0>(k));
+    std::erase_if(im.uses, [&](const Use& u) {
+      if (u.stream != kGone || u.event == 0 || u.dirty ||
+          exec_.event_query(d, u.event).code == err::NotReady)
+        return false;
+      exec_.event_destroy(d, u.event);
+      return true;
+    });
+  };
+  for (auto& [k, im] : imports_) prune(k, im);
+  for (auto& [k, im] : later_) prune(k, im);
 }
 
 bool PeerImports::unused(const Key& k, const Import& im) {
@@ -412,6 +426,11 @@ bool PeerImports::unused(const Key& k, const Import& im) {
     if (u.event == 0 || u.dirty || exec_.event_query(dev, u.event).code == err::NotReady)
       return false;
   return true;
+}
+
+bool PeerImports::empty() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return imports_.empty() && later_.empty();
 }
 
 void PeerImports::retire() {

@@ -111,6 +111,7 @@ class PeerImports {
   void stream_ending(int dev, uint64_t stream);
   // The link ended: every import goes to flush(), which unmaps it once no stream uses it.
   void retire();
+  bool empty();  // nothing mapped any more
   // Unmapping may wait for the GPU's streams (the host backend synchronizes them; cuMemUnmap did
   // not on two H200s, but nothing promises it), and a stream held at a copy's gate waits for the
   // copy: so a copy never unmaps; what it lets go of is unmapped by flush(), which the session's

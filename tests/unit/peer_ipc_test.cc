@@ -217,3 +217,43 @@ TEST(PeerIpc, AnImportInUseStaysMappedUntilItsStreamsArePastIt) {
   EXPECT_EQ(reserved, 0) << "the destroyed stream's copy is done, yet the import stays";
   f.exec->stream_destroy(0, s1);
 }
+
+// A link that ends retires its imports; flush() unmaps them once the streams that copied through
+// them are past it, though their uses were noted without a CUDA call (PeerCopier keeps ended
+// links' imports for flush_unmaps: destroying them would leave used ones mapped for good).
+TEST(PeerIpc, RetiredImportsAreUnmappedOnceTheirStreamsArePastThem) {
+  Fixture f;
+  const uint64_t a = f.alloc(0, 2 * kMiB, 5);
+  PeerExports ex(f.stamp_at());
+  int reserved = 0;
+  PeerImports::Hooks hooks;
+  hooks.reserve = [&](int, uint64_t, uint64_t size, uint64_t& addr) {
+    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(p, size);
+    addr = reinterpret_cast<uint64_t>(p);
+    ++reserved;
+    return backend::Status::success();
+  };
+  hooks.unreserve = [&](int, uint64_t, uint64_t) { --reserved; };
+  PeerImports im(*f.exec, hooks);
+  PeerIpcMapRep rep;
+  ex.map(*f.exec, rows(a, 4096), 5, 0, f.sv[0], rep);
+  uint64_t addr = 0;
+  std::string why;
+  ASSERT_TRUE(im.apply(0, 0, 0, 4096, rep, f.sv[1], addr, why)) << why;
+  uint64_t s = 0;
+  ASSERT_TRUE(f.exec->stream_create(0, 0, 0, s).ok());
+  PeerImports::Found found;
+  ASSERT_TRUE(im.find(0, 0, a, 4096, found));
+  im.note_use(found, s);
+  ASSERT_TRUE(f.exec->stream_synchronize(0, s).ok());
+  im.retire();
+  EXPECT_FALSE(im.empty());
+  for (int i = 0; i < 200 && !im.empty(); ++i) {
+    im.flush();
+    if (!im.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(im.empty());
+  EXPECT_EQ(reserved, 0);
+  f.exec->stream_destroy(0, s);
+}
