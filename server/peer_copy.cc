@@ -455,9 +455,22 @@ bool PeerCopier::transfer_mapped(Link& l, const PeerJob& job, uint64_t stream, S
 
 // Unmapping may wait for streams whose copies take mu_ as they end: never under mu_.
 void PeerCopier::flush_unmaps() {
-  for (auto& im : every_import()) im->flush();
-  std::lock_guard<std::mutex> lock(mu_);
-  std::erase_if(retired_, [](const std::shared_ptr<PeerImports>& im) { return im->empty(); });
+  std::vector<std::shared_ptr<PeerImports>> live, retired, done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& l : all_) live.push_back(l->imports);
+    retired = retired_;
+  }
+  for (auto& im : live) im->flush();
+  for (auto& im : retired) {  // ended links' imports go once all are unmapped
+    im->flush();
+    if (im->empty()) done.push_back(im);
+  }
+  if (done.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);  // (not across PeerImports' own lock)
+  std::erase_if(retired_, [&](const std::shared_ptr<PeerImports>& im) {
+    return std::find(done.begin(), done.end(), im) != done.end();
+  });
 }
 
 std::vector<std::shared_ptr<PeerImports>> PeerCopier::every_import() {

@@ -380,14 +380,11 @@ void PeerImports::note_use(const Found& f, uint64_t stream) {
   if (Import* im = lookup(f.key, f.mapped)) im->uses.push_back(Use{stream, event, event != 0});
 }
 
-void PeerImports::record(const Key& k, Import& im) {
-  const int dev = static_cast<int>(std::get<0>(k));
-  for (Use& u : im.uses) {
-    if (!u.dirty) continue;
-    u.dirty = false;
-    // Unrecorded, the event would say the stream is past copies it may not be: never unmapped.
-    if (!exec_.event_record(dev, u.event, u.stream).ok()) u.event = 0;  // (leaks the event)
-  }
+void PeerImports::record(int dev, Use& u) {
+  if (!u.dirty) return;
+  u.dirty = false;
+  // Unrecorded, the event would say the stream is past copies it may not be: never unmapped.
+  if (!exec_.event_record(dev, u.event, u.stream).ok()) u.event = 0;  // (leaks the event)
 }
 
 void PeerImports::stream_ending(int dev, uint64_t stream) {
@@ -397,8 +394,7 @@ void PeerImports::stream_ending(int dev, uint64_t stream) {
     if (std::get<0>(k) != static_cast<uint32_t>(dev)) return;
     for (Use& u : im.uses)
       if (u.stream == stream) {
-        if (u.dirty && !exec_.event_record(dev, u.event, stream).ok()) u.event = 0;  // (leaks it)
-        u.dirty = false;
+        record(dev, u);
         u.stream = kGone;
       }
   };
@@ -448,7 +444,7 @@ void PeerImports::flush() {
     gone.swap(later_);
   }
   for (auto& [k, im] : gone) {
-    record(k, im);
+    for (Use& u : im.uses) record(static_cast<int>(std::get<0>(k)), u);
     if (unused(k, im))
       unmap(k, im);
     else

@@ -137,7 +137,7 @@ class PeerImports {
   using Key = std::tuple<uint32_t, uint32_t, uint64_t>;  // importer GPU, exporter GPU, base
   void unmap(const Key& k, const Import& im);
   bool unused(const Key& k, const Import& im);    // no stream is before its uses' ends
-  void record(const Key& k, Import& im);          // the dispatcher: events of dirty uses
+  void record(int dev, Use& u);                   // the dispatcher: a dirty use's event
   Import* lookup(const Key& k, uint64_t mapped);  // under mu_: in imports_ or later_
   backend::Executor& exec_;
   const Hooks hooks_;

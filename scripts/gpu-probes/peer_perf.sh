@@ -10,19 +10,9 @@ bytes=${2:-4194304}
 o=${OUT:-/tmp}/peer-perf; mkdir -p $o
 pd=$PWD/${PERF_DIR:-build-perf}
 perf() { LD_LIBRARY_PATH=$pd/lib $pd/perf "$@"; }
-nvcc -O2 -o $o/peer_issue scripts/gpu-probes/peer_issue.cu || exit 1
-g2=1; [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ] && g2=0
-pids=()
-for n in 0 1; do
-  $b/server/rgpud --backend cuda --gpus $([ $n = 0 ] && echo 0 || echo $g2) --listen 127.0.0.1:0 --port-file $o/$n.port 2>$o/d$n.log &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s $o/$n.port ] && break; sleep 0.1; done
-done
-trap 'kill ${pids[*]} 2>/dev/null' EXIT
-S=127.0.0.1:$(cat $o/0.port)/0,127.0.0.1:$(cat $o/1.port)/0
-through() { CUDA_VISIBLE_DEVICES=-1 LD_LIBRARY_PATH=$PWD/$b/lib RGPU_SERVERS=$S "$@"; }
+. scripts/gpu-probes/two_rgpuds.sh
 for n in 4 $bytes; do RGPU_TRANSPORT=shm through $o/peer_issue 3000 $n | sed "s/^/shm: /"; done
-cat /proc/sys/kernel/perf_event_paranoid
+echo "perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid)"
 RGPU_TRANSPORT=shm through $o/peer_issue 3000000 $bytes > $o/long.txt 2>&1 &
 long=$!
 sleep 2

@@ -125,11 +125,10 @@ int kill_mode() {
   return 1;
 }
 
-// "direct": 50 copies 0 -> 1 of the same buffers (pulled by 1), each after a kernel on 0 that
-// changes the source; the bytes checked.  Between rgpuds on one machine these go the direct
-// path (server/peer_fences.h), which the test reads in rgpud's log.
-int direct_mode() {
-  const int N = 1 << 16;
+// Copies 0 -> 1 of the same buffers (pulled by 1), `rounds` times, each after a kernel on 0 that
+// changes the source (every tenth one slow when `slow`); after each, device 1 is synchronized
+// (`sync_destination`: the device, or its legacy stream, in turn) and the bytes checked.
+int repeated_copies(const char* label, int N, int rounds, bool slow, bool sync_destination) {
   int *a, *b;
   REQUIRE_OK(cudaSetDevice(0));
   REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
@@ -137,42 +136,26 @@ int direct_mode() {
   REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
   std::vector<int> back(N);
   int wrong = 0;
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0; i < rounds; ++i) {
     REQUIRE_OK(cudaSetDevice(0));
-    slow_fill<<<1, 256>>>(a, i, N, i % 10 == 0 ? 50ull * 1000 * 1000 : 0);
+    slow_fill<<<1, 256>>>(a, i, N, slow && i % 10 == 0 ? 50ull * 1000 * 1000 : 0);
     REQUIRE_OK(cudaMemcpyPeer(b, 1, a, 0, N * sizeof(int)));
     REQUIRE_OK(cudaSetDevice(1));
+    if (sync_destination) REQUIRE_OK(i % 2 ? cudaStreamSynchronize(0) : cudaDeviceSynchronize());
     REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
     if (!all_equal(back.data(), N, i)) ++wrong;
   }
-  printf("direct copies wrong: %d\n", wrong);
+  printf("%s copies wrong: %d\n", label, wrong);
   return wrong ? 1 : 0;
 }
 
-// "settled": copies to device 1, each followed by a synchronization of device 1 (the device, or
-// its legacy stream); then device 0 is written again.  The synchronization has shown the copy
-// over, so device 0's next call need not wait for it again (RGPU_STATS counts the round trips).
-int settled_mode() {
-  const int N = 4096;
-  int *a, *b;
-  REQUIRE_OK(cudaSetDevice(0));
-  REQUIRE_OK(cudaMalloc(&a, N * sizeof(int)));
-  REQUIRE_OK(cudaSetDevice(1));
-  REQUIRE_OK(cudaMalloc(&b, N * sizeof(int)));
-  std::vector<int> back(N);
-  int wrong = 0;
-  for (int i = 0; i < 20; ++i) {
-    REQUIRE_OK(cudaSetDevice(0));
-    slow_fill<<<1, 256>>>(a, i, N, 0);
-    REQUIRE_OK(cudaMemcpyPeer(b, 1, a, 0, N * sizeof(int)));
-    REQUIRE_OK(cudaSetDevice(1));
-    REQUIRE_OK(i % 2 ? cudaStreamSynchronize(0) : cudaDeviceSynchronize());
-    REQUIRE_OK(cudaMemcpy(back.data(), b, N * sizeof(int), cudaMemcpyDeviceToHost));
-    if (!all_equal(back.data(), N, i)) ++wrong;
-  }
-  printf("settled copies wrong: %d\n", wrong);
-  return wrong ? 1 : 0;
-}
+// "direct": between rgpuds on one machine these go the direct path (server/peer_fences.h),
+// which the test reads in rgpud's log.
+int direct_mode() { return repeated_copies("direct", 1 << 16, 50, true, false); }
+
+// "settled": the synchronization of device 1 has shown each copy over, so device 0's next call
+// need not wait for it again (RGPU_STATS counts the round trips).
+int settled_mode() { return repeated_copies("settled", 4096, 20, false, true); }
 
 // "killwait": a copy pulled by 1 from 0 waits behind a kernel of a minute on 0; the test kills
 // server 0 meanwhile: the copy's stream must fail within seconds, not wait for ever.

@@ -29,6 +29,8 @@ namespace {
 
 constexpr uint64_t kMiB = 1u << 20;
 
+PeerRows rows(uint64_t base, uint64_t bytes) { return PeerRows{0, base, bytes, bytes, 1}; }
+
 struct Fixture {
   std::unique_ptr<backend::Executor> exec;
   uint64_t window = 0;
@@ -52,6 +54,28 @@ struct Fixture {
     stamps[window + offset] = stamp;
     return window + offset;
   }
+  // Address space for imports: counted in `reserved` (what is still mapped).
+  int reserved = 0;
+  PeerImports::Hooks import_hooks() {
+    PeerImports::Hooks hooks;
+    hooks.reserve = [this](int, uint64_t, uint64_t size, uint64_t& addr) {
+      void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      munmap(p, size);  // free address space for the import to map at
+      addr = reinterpret_cast<uint64_t>(p);
+      ++reserved;
+      return backend::Status::success();
+    };
+    hooks.unreserve = [this](int, uint64_t, uint64_t) { --reserved; };
+    return hooks;
+  }
+  // 4 KiB at `a` exported and imported (GPU 0 to GPU 0) over the fixture's socket.
+  bool import_rows(PeerExports& ex, PeerImports& im, uint64_t a) {
+    PeerIpcMapRep rep;
+    ex.map(*exec, rows(a, 4096), 5, 0, sv[0], rep);
+    uint64_t addr = 0;
+    std::string why;
+    return im.apply(0, 0, 0, 4096, rep, sv[1], addr, why);
+  }
   PeerExports::StampAt stamp_at() {
     return [this](int, uint64_t p) {
       for (auto& [base, st] : stamps)
@@ -60,8 +84,6 @@ struct Fixture {
     };
   }
 };
-
-PeerRows rows(uint64_t base, uint64_t bytes) { return PeerRows{0, base, bytes, bytes, 1}; }
 
 }  // namespace
 
@@ -120,23 +142,13 @@ TEST(PeerIpc, ImportsRefuseRowsOutsideTheirExportAndUnmapOnlyAtFlush) {
   const uint64_t a = f.alloc(0, 2 * kMiB, 5);
   std::memset(reinterpret_cast<void*>(a), 0x3c, 4096);
   PeerExports ex(f.stamp_at());
-  int reserved = 0;
-  PeerImports::Hooks hooks;
-  hooks.reserve = [&](int, uint64_t, uint64_t size, uint64_t& addr) {
-    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    munmap(p, size);  // free address space for the import to map at
-    addr = reinterpret_cast<uint64_t>(p);
-    ++reserved;
-    return backend::Status::success();
-  };
-  hooks.unreserve = [&](int, uint64_t, uint64_t) { --reserved; };
-  PeerImports im(*f.exec, hooks);
+  PeerImports im(*f.exec, f.import_hooks());
   PeerIpcMapRep rep;
   ex.map(*f.exec, rows(a + 64, 4096), 5, 0, f.sv[0], rep);
   uint64_t addr = 0;
   std::string why;
   ASSERT_TRUE(im.apply(0, 0, 0, 4096, rep, f.sv[1], addr, why)) << why;
-  EXPECT_EQ(reserved, 1);
+  EXPECT_EQ(f.reserved, 1);
   EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(addr), reinterpret_cast<void*>(a + 64), 4096), 0);
   // Held: no descriptor; rows beyond the export are a broken peer.
   PeerIpcMapRep again = rep;
@@ -155,9 +167,9 @@ TEST(PeerIpc, ImportsRefuseRowsOutsideTheirExportAndUnmapOnlyAtFlush) {
   PeerIpcMapRep dropped;
   dropped.drops = {0, 0, a};
   EXPECT_FALSE(im.apply(0, 0, 0, 16, dropped, f.sv[1], addr, why));
-  EXPECT_EQ(reserved, 1);
+  EXPECT_EQ(f.reserved, 1);
   im.flush();
-  EXPECT_EQ(reserved, 0);
+  EXPECT_EQ(f.reserved, 0);
 }
 
 // A direct copy notes its stream's use of an import without a CUDA call; the use's event is
@@ -167,22 +179,8 @@ TEST(PeerIpc, AnImportInUseStaysMappedUntilItsStreamsArePastIt) {
   Fixture f;
   const uint64_t a = f.alloc(0, 2 * kMiB, 5);
   PeerExports ex(f.stamp_at());
-  int reserved = 0;
-  PeerImports::Hooks hooks;
-  hooks.reserve = [&](int, uint64_t, uint64_t size, uint64_t& addr) {
-    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    munmap(p, size);
-    addr = reinterpret_cast<uint64_t>(p);
-    ++reserved;
-    return backend::Status::success();
-  };
-  hooks.unreserve = [&](int, uint64_t, uint64_t) { --reserved; };
-  PeerImports im(*f.exec, hooks);
-  PeerIpcMapRep rep;
-  ex.map(*f.exec, rows(a, 4096), 5, 0, f.sv[0], rep);
-  uint64_t addr = 0;
-  std::string why;
-  ASSERT_TRUE(im.apply(0, 0, 0, 4096, rep, f.sv[1], addr, why)) << why;
+  PeerImports im(*f.exec, f.import_hooks());
+  ASSERT_TRUE(f.import_rows(ex, im, a));
   uint64_t s1 = 0, s2 = 0;
   ASSERT_TRUE(f.exec->stream_create(0, 0, 0, s1).ok());
   ASSERT_TRUE(f.exec->stream_create(0, 0, 0, s2).ok());
@@ -204,17 +202,19 @@ TEST(PeerIpc, AnImportInUseStaysMappedUntilItsStreamsArePastIt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   PeerIpcMapRep dropped;
   dropped.drops = {0, 0, a};
+  uint64_t addr = 0;
+  std::string why;
   EXPECT_FALSE(im.apply(0, 0, 0, 16, dropped, f.sv[1], addr, why));
   im.flush();
-  EXPECT_EQ(reserved, 1) << "unmapped while streams 1 and 2 were before their copies";
+  EXPECT_EQ(f.reserved, 1) << "unmapped while streams 1 and 2 were before their copies";
   backend::open_gate(&gate1, 1);
   ASSERT_TRUE(f.exec->stream_synchronize(0, s1).ok());
   im.flush();
-  EXPECT_EQ(reserved, 1) << "unmapped while the destroyed stream was before its copy";
+  EXPECT_EQ(f.reserved, 1) << "unmapped while the destroyed stream was before its copy";
   backend::open_gate(&gate2, 1);
   destroyer.join();
   im.flush();
-  EXPECT_EQ(reserved, 0) << "the destroyed stream's copy is done, yet the import stays";
+  EXPECT_EQ(f.reserved, 0) << "the destroyed stream's copy is done, yet the import stays";
   f.exec->stream_destroy(0, s1);
 }
 
@@ -225,22 +225,8 @@ TEST(PeerIpc, RetiredImportsAreUnmappedOnceTheirStreamsArePastThem) {
   Fixture f;
   const uint64_t a = f.alloc(0, 2 * kMiB, 5);
   PeerExports ex(f.stamp_at());
-  int reserved = 0;
-  PeerImports::Hooks hooks;
-  hooks.reserve = [&](int, uint64_t, uint64_t size, uint64_t& addr) {
-    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    munmap(p, size);
-    addr = reinterpret_cast<uint64_t>(p);
-    ++reserved;
-    return backend::Status::success();
-  };
-  hooks.unreserve = [&](int, uint64_t, uint64_t) { --reserved; };
-  PeerImports im(*f.exec, hooks);
-  PeerIpcMapRep rep;
-  ex.map(*f.exec, rows(a, 4096), 5, 0, f.sv[0], rep);
-  uint64_t addr = 0;
-  std::string why;
-  ASSERT_TRUE(im.apply(0, 0, 0, 4096, rep, f.sv[1], addr, why)) << why;
+  PeerImports im(*f.exec, f.import_hooks());
+  ASSERT_TRUE(f.import_rows(ex, im, a));
   uint64_t s = 0;
   ASSERT_TRUE(f.exec->stream_create(0, 0, 0, s).ok());
   PeerImports::Found found;
@@ -254,6 +240,6 @@ TEST(PeerIpc, RetiredImportsAreUnmappedOnceTheirStreamsArePastThem) {
     if (!im.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_TRUE(im.empty());
-  EXPECT_EQ(reserved, 0);
+  EXPECT_EQ(f.reserved, 0);
   f.exec->stream_destroy(0, s);
 }
