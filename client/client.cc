@@ -267,9 +267,21 @@ CudaError Client::plan_copy(const void* dst, size_t dpitch, const void* src, siz
   if (plan->empty) return err::Success;
   if (!dst || !src) return err::InvalidValue;
   resolve_kind(dst, src, kind);
+  // Page-locked host memory named as device memory is host memory, as CUDA treats it: under
+  // unified addressing its device address is its host address (XLA reads a scalar it allocated
+  // with cuMemHostAlloc through cuMemcpyDtoHAsync).
+  const uint64_t dext = (height - 1) * dpitch + width, sext = (height - 1) * spitch + width;
+  bool d_device = kind == CopyKind::DeviceToDevice || kind == CopyKind::HostToDevice;
+  bool s_device = kind == CopyKind::DeviceToDevice || kind == CopyKind::DeviceToHost;
+  if (d_device && !map_.find_device(u64(dst)) && page_locked_range(u64(dst), dext))
+    d_device = false;
+  if (s_device && !map_.find_device(u64(src)) && page_locked_range(u64(src), sext))
+    s_device = false;
+  kind = d_device ? (s_device ? CopyKind::DeviceToDevice : CopyKind::HostToDevice)
+                  : (s_device ? CopyKind::DeviceToHost : CopyKind::HostToHost);
   plan->kind = kind;
-  plan->d_ok = map_.device_range_ok(u64(dst), (height - 1) * dpitch + width, &plan->ddev);
-  plan->s_ok = map_.device_range_ok(u64(src), (height - 1) * spitch + width, &plan->sdev);
+  plan->d_ok = map_.device_range_ok(u64(dst), dext, &plan->ddev);
+  plan->s_ok = map_.device_range_ok(u64(src), sext, &plan->sdev);
   plan->d_dev = map_.find_device(u64(dst)).has_value();
   plan->s_dev = map_.find_device(u64(src)).has_value();
   return err::Success;

@@ -114,6 +114,33 @@ CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
       if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
       *static_cast<unsigned*>(data) = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
       return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: {  // 64 bits (NCCL reads it so)
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      // What cuMemExportToShareableHandle takes: a virtual-memory allocation's requested types;
+      // none for other memory.
+      unsigned long long types = 0;
+      CUmemGenericAllocationHandle h = 0;
+      if (device && cuMemRetainAllocationHandle(&h, cuda_fe::ptr(p)) == CUDA_SUCCESS) {
+        CUmemAllocationProp prop{};
+        if (cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS)
+          types = static_cast<unsigned long long>(prop.requestedHandleTypes);
+        cuMemRelease(h);
+      }
+      *static_cast<unsigned long long*>(data) = types;
+      return CUDA_SUCCESS;
+    }
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<CUdeviceptr*>(data) = pi.base;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<size_t*>(data) = pi.size;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:  // rgpu allocates no such memory
+      if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<int*>(data) = 0;
+      return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }

@@ -301,6 +301,34 @@ int main() {
   int ordinal = -1;
   EXPECT_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d1));
   EXPECT_TRUE(ordinal == dev, "device ordinal of an allocation");
+  unsigned long long handle_types = 99;
+  EXPECT_OK(cuPointerGetAttribute(&handle_types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, d1));
+  EXPECT_TRUE(handle_types == 0, "ALLOWED_HANDLE_TYPES of cuMemAlloc memory: none");
+
+  // Page-locked memory named as device memory: under unified addressing its device address is
+  // its host address, and the driver copies from and into it (XLA reads a scalar it keeps in
+  // cuMemHostAlloc'd memory with cuMemcpyDtoHAsync).
+  {
+    std::vector<unsigned char> out(n, 0), pat(n);
+    for (size_t i = 0; i < n; ++i) pat[i] = static_cast<unsigned char>(i * 7 + 3);
+    std::memcpy(pinned, a.data(), n);
+    const CUdeviceptr pin = reinterpret_cast<CUdeviceptr>(pinned);
+    EXPECT_OK(cuMemcpyDtoHAsync(out.data(), pin + 16, n - 16, s));
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(std::memcmp(out.data(), a.data() + 16, n - 16) == 0,
+                "cuMemcpyDtoHAsync from page-locked memory");
+    EXPECT_OK(cuMemcpyHtoD(pin, pat.data(), n));
+    EXPECT_TRUE(std::memcmp(pinned, pat.data(), n) == 0, "cuMemcpyHtoD into page-locked memory");
+    EXPECT_OK(cuMemcpyDtoD(d2, pin, n));  // page-locked -> device
+    EXPECT_OK(cuMemcpyDtoH(out.data(), d2, n));
+    EXPECT_TRUE(out == pat, "cuMemcpyDtoD from page-locked memory into device memory");
+    EXPECT_OK(cuMemcpyHtoD(d2, a.data(), n));
+    EXPECT_OK(cuCtxSynchronize());                // s does not wait for the legacy stream's copy
+    EXPECT_OK(cuMemcpyDtoDAsync(pin, d2, n, s));  // device -> page-locked, in stream order
+    EXPECT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(std::memcmp(pinned, a.data(), n) == 0,
+                "cuMemcpyDtoDAsync from device memory into page-locked memory");
+  }
   EXPECT_OK(cuMemFreeHost(pinned));
 
   // ---- streams, events, host functions

@@ -116,6 +116,31 @@ int main() {
   unsigned int mem_type = 0;
   EXPECT_OK(cuPointerGetAttribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va + chunk + 4));
   EXPECT_TRUE(mem_type == CU_MEMORYTYPE_DEVICE, "a mapped address is device memory");
+  unsigned long long types = 99;  // 64 bits, as NCCL reads it
+  EXPECT_OK(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, va + chunk));
+  EXPECT_TRUE(types == 0, "ALLOWED_HANDLE_TYPES: none requested, none allowed");
+  {
+    // An allocation that may be exported as a file descriptor says so through its addresses.
+    CUmemAllocationProp fd_prop = prop;
+    fd_prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUdeviceptr fva = 0;
+    CUmemGenericAllocationHandle fh = 0;
+    EXPECT_OK(cuMemAddressReserve(&fva, chunk, 0, 0, 0));
+    EXPECT_OK(cuMemCreate(&fh, chunk, &fd_prop, 0));
+    EXPECT_OK(cuMemMap(fva, chunk, 0, fh, 0));
+    types = 0;
+    EXPECT_OK(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, fva + 64));
+    EXPECT_TRUE(types == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                "ALLOWED_HANDLE_TYPES: the requested POSIX file descriptor type");
+    CUdeviceptr mbase = 0;
+    size_t msize = 0;
+    EXPECT_OK(cuPointerGetAttribute(&mbase, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, fva + 64));
+    EXPECT_OK(cuPointerGetAttribute(&msize, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, fva + 64));
+    EXPECT_TRUE(mbase == fva && msize == chunk, "MAPPING_BASE_ADDR and MAPPING_SIZE of a mapping");
+    EXPECT_OK(cuMemUnmap(fva, chunk));
+    EXPECT_OK(cuMemRelease(fh));
+    EXPECT_OK(cuMemAddressFree(fva, chunk));
+  }
 
   // Handles: retained from an address, properties.
   CUmemGenericAllocationHandle r = 0;
