@@ -383,8 +383,12 @@ void PeerImports::note_use(const Found& f, uint64_t stream) {
 void PeerImports::record(int dev, Use& u) {
   if (!u.dirty) return;
   u.dirty = false;
-  // Unrecorded, the event would say the stream is past copies it may not be: never unmapped.
-  if (!exec_.event_record(dev, u.event, u.stream).ok()) u.event = 0;  // (leaks the event)
+  // Unrecorded, the event would say the stream is past copies it may not be: the import is never
+  // unmapped (event 0), and the event goes.
+  if (!exec_.event_record(dev, u.event, u.stream).ok()) {
+    exec_.event_destroy(dev, u.event);
+    u.event = 0;
+  }
 }
 
 void PeerImports::stream_ending(int dev, uint64_t stream) {

@@ -62,7 +62,12 @@ Status cuda_tensor_map_encode(const CudaDriver& drv, const Executor::TensorMapAr
   const auto type = static_cast<CUtensorMapDataType>(a.data_type);
   void* address = reinterpret_cast<void*>(static_cast<uintptr_t>(a.address));
   const auto* dims = reinterpret_cast<const cuuint64_t*>(data_or_null(a.dims));
-  const auto* strides = reinterpret_cast<const cuuint64_t*>(data_or_null(a.strides));
+  // A rank-1 map has no global strides, and whether the driver takes a null array there is not
+  // documented: it gets an (unread) array, as from programs that pass one.
+  static const cuuint64_t kNoStrides[1] = {0};
+  const auto* strides = a.strides.empty() && a.rank == 1
+                            ? kNoStrides
+                            : reinterpret_cast<const cuuint64_t*>(data_or_null(a.strides));
   const auto* elem = reinterpret_cast<const cuuint32_t*>(data_or_null(a.elem_strides));
   const auto il = static_cast<CUtensorMapInterleave>(a.interleave);
   const auto sw = static_cast<CUtensorMapSwizzle>(a.swizzle);
