@@ -380,6 +380,13 @@ CudaError Client::memcpy(void* dst, const void* src, size_t n, CopyKind kind) {
   return memcpy2d(dst, n, src, n, n, 1, kind);
 }
 
+void copy_rows(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+               size_t height) {
+  for (size_t row = 0; row < height; ++row)
+    memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch,
+            width);
+}
+
 CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                            size_t height, CopyKind kind) {
   CopyPlan plan;
@@ -398,9 +405,13 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
   switch (kind) {
     case CopyKind::HostToHost: {
       if (d_dev || s_dev) return err::InvalidValue;
-      for (size_t row = 0; row < height; ++row)
-        memmove(static_cast<char*>(dst) + row * dpitch,
-                static_cast<const char*>(src) + row * spitch, width);
+      // Page-locked memory the GPU may write (a kernel through unified addressing, a copy still
+      // on its way to this process): after the legacy stream's earlier work, as CUDA's copy.
+      if (page_locked_range(u64(dst), (height - 1) * dpitch + width) ||
+          page_locked_range(u64(src), (height - 1) * spitch + width))
+        if (CudaError e = stream_synchronize(Stream{current_device(), 0, 0, 0}); e != err::Success)
+          return e;
+      copy_rows(dst, dpitch, src, spitch, width, height);
       return err::Success;
     }
     case CopyKind::HostToDevice: {
@@ -552,6 +563,9 @@ CudaError Client::host_free(void* ptr) {
     auto* l = static_cast<ServerLink*>(const_cast<void*>(r->link));
     l->call<HostShmUnregisterMsg>(HostShmUnregisterReq{r->segment});
   }
+  // An asynchronous copy into it whose bytes are still on their way (over TCP) is written first,
+  // as CUDA's cudaFreeHost waits for the work before it.
+  for (auto& l : links_) l->wait_async_data_outside(r->base, r->size);
   munmap(ptr, r->size);
   return err::Success;
 }

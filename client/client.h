@@ -110,6 +110,10 @@ struct PointerInfo {
   uint64_t id = 0;      // the range's number, unique in the process (AddressMap)
 };
 
+// `height` rows of `width` bytes between host buffers (memmove: they may overlap).
+void copy_rows(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+               size_t height);
+
 // Process state reached through the one Client, made by the library that makes it.
 ManagedState* new_managed_state();              // client/managed.cc
 std::map<int, Stream*>& this_thread_streams();  // client/streams.cc: the calling thread's

@@ -602,6 +602,13 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
         left -= n;
       }
       if (m.last) async_dst_.erase(it);
+      // Known until written, for wait_async_data_outside.
+      delivering_lo_ = UINT64_MAX, delivering_hi_ = 0;
+      for (const iovec& p : pieces) {
+        const auto a = reinterpret_cast<uint64_t>(p.iov_base);
+        delivering_lo_ = std::min(delivering_lo_, a);
+        delivering_hi_ = std::max(delivering_hi_, a + p.iov_len);
+      }
     }
   }
   if (pieces.empty() && h.payload_len) {  // the copy failed and was reported: drop its bytes
@@ -615,10 +622,33 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
     return;
   }
   recv_noting_life(pieces.data(), static_cast<int>(pieces.size()));
-  if (waiter) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    receiving_ = nullptr;
+    if (waiter) receiving_ = nullptr;
+    delivering_lo_ = delivering_hi_ = 0;
   }
+  cv_.notify_all();
+}
+
+void ServerLink::wait_async_data_outside(uint64_t base, uint64_t size) {
+  auto overlaps = [&](uint64_t p, uint64_t n) { return p < base + size && base < p + n; };
+  auto touches = [&](const AsyncDst& d) {
+    for (const iovec& r : d.rows)
+      if (overlaps(reinterpret_cast<uint64_t>(r.iov_base), r.iov_len)) return true;
+    return false;
+  };
+  std::unique_lock<std::mutex> lock(mu_);
+  wait_alive(
+      lock, cv_,
+      [&] {
+        if (state_ != err::Success) return true;  // the link is gone: nothing more is written
+        if (delivering_hi_ && overlaps(delivering_lo_, delivering_hi_ - delivering_lo_))
+          return false;
+        for (const auto& [id, d] : async_dst_)
+          if (touches(d)) return false;
+        return true;
+      },
+      "freeing page-locked memory");
 }
 
 void ServerLink::callback_loop() {

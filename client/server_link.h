@@ -116,6 +116,9 @@ class ServerLink {
   uint64_t peer_copy_failures() const { return peer_copy_failures_.load(); }
   // An asynchronous failure for the next call on this link to report (as the server's own are).
   void defer_error(CudaError e);
+  // Returns once no asynchronous device-to-host copy (call_with_async_data) still has bytes to
+  // write into [base, base + size): the memory may then go (cudaFreeHost).  Connects nothing.
+  void wait_async_data_outside(uint64_t base, uint64_t size);
   // A host function of a graph node: kept, run each time the server names it in a replay
   // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
   uint64_t keep_callback(std::function<void()> fn);
@@ -209,6 +212,8 @@ class ServerLink {
   std::map<uint64_t, Pending*> waiting_;
   Pending* receiving_ = nullptr;  // the receiver is writing into this waiter's buffers
   std::map<uint64_t, AsyncDst> async_dst_;
+  // The span of the bytes the receiver is writing (outside mu_) for an asynchronous copy.
+  uint64_t delivering_lo_ = 0, delivering_hi_ = 0;
   std::map<uint64_t, std::function<void()>> callbacks_;
   std::deque<std::pair<uint64_t, std::function<void()>>> to_run_;
   NotifySink notify_sink_;             // AsyncNotify frames (set_notify_sink)

@@ -255,9 +255,14 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
   switch (kind) {
     case CopyKind::HostToHost: {
       if (d_dev || s_dev) return err::InvalidValue;
-      // Synchronous, after the stream's earlier work (CUDA's rule for host-to-host).
+      // While `s` is captured, a host node that copies at each launch; otherwise synchronous,
+      // after the stream's earlier work (CUDA's rule for host-to-host).
+      unsigned capture = 0;
+      if (gmem_capture(s, &capture) || capture)
+        return host_func(s, [=] { copy_rows(dst, dpitch, src, spitch, width, height); });
       if (CudaError se = stream_synchronize(s); se != err::Success) return se;
-      return memcpy2d(dst, dpitch, src, spitch, width, height, kind);
+      copy_rows(dst, dpitch, src, spitch, width, height);
+      return err::Success;
     }
     case CopyKind::HostToDevice: {
       if (!d_ok || s_dev || ddev != s.device) return err::InvalidValue;

@@ -476,6 +476,15 @@ Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) 
 bool Session::device_idle(uint32_t device, size_t limit) {
   const int dev = static_cast<int>(device);
   if (exec_.stream_query(dev, 0).code == err::NotReady) return false;
+  for (auto it = ended_streams_.begin(); it != ended_streams_.end();) {
+    if (it->first != device) {
+      ++it;
+      continue;
+    }
+    if (exec_.event_query(dev, it->second).code == err::NotReady) return false;
+    release_event(dev, it->second);  // that stream's work is over
+    it = ended_streams_.erase(it);
+  }
   size_t n = 0;
   for (auto& [id, o] : streams_) {
     if (o.device != device || !o.busy) continue;
@@ -534,6 +543,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   for (auto* objects : {&streams_, &events_})
     for (auto it = objects->begin(); it != objects->end();)
       it = it->second.device == q.device ? objects->erase(it) : std::next(it);
+  std::erase_if(ended_streams_, [&](const auto& m) { return m.first == q.device; });
   sticky_ = err::Success;
   Status s = exec_.reset(dev);
   forget_private(dev);  // the reset destroyed them

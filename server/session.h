@@ -265,6 +265,9 @@ class Session {
     mutable bool busy = true;
   };
   std::map<uint64_t, Object> streams_, events_;  // by client id
+  // Private events marking the work of streams the client destroyed before it ended (device,
+  // event): DeviceSynchronize's ready check waits for them too.  The dispatcher's.
+  std::vector<std::pair<uint32_t, uint64_t>> ended_streams_;
   struct SharedSegment {
     char* base;
     uint64_t size;

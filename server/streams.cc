@@ -58,10 +58,23 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.id, h); !s.ok() || q.id == 0)
     return s.ok() ? Status::fail(kInvalidResourceHandle, "the default stream") : s;
+  const int dev = static_cast<int>(q.device);
+  // Its work goes on after the destroy (CUDA's rule): a private event marks it for
+  // DeviceSynchronize's ready check, which no longer sees the stream.  Marks of work now over
+  // go first (a program may destroy busy streams and never synchronize the device).
+  std::erase_if(ended_streams_, [&](const auto& m) {
+    const int d = static_cast<int>(m.first);
+    if (exec_.event_query(d, m.second).code == err::NotReady) return false;
+    release_event(d, m.second);
+    return true;
+  });
+  if (uint64_t mark = 0;
+      exec_.stream_query(dev, h).code == err::NotReady && mark_stream(dev, h, mark).ok())
+    ended_streams_.push_back({q.device, mark});
   streams_.erase(q.id);
   if (pools_) pools_->forget_stream(q.device, h);  // its handle may name another stream later
-  if (peer_copier_) peer_copier_->stream_ending(static_cast<int>(q.device), h);
-  return exec_.stream_destroy(static_cast<int>(q.device), h);
+  if (peer_copier_) peer_copier_->stream_ending(dev, h);
+  return exec_.stream_destroy(dev, h);
 }
 
 Status Session::on(StreamSynchronizeMsg, const ObjectReq& q, Empty&) {

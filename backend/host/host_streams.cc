@@ -98,14 +98,22 @@ uint64_t HostStreams::create(bool blocking) {
 }
 
 bool HostStreams::destroy(uint64_t stream) {
-  // Like cudaStreamDestroy: queued work still completes (the worker drains before it stops), and
-  // that happens outside the lock.
-  std::unique_ptr<HostStream> gone;
+  // Like cudaStreamDestroy: returns at once; queued work still completes, and device-wide
+  // synchronizations (and the legacy stream, for a blocking stream) wait for it.  Ended streams
+  // whose work is done are stopped here, outside the lock.
+  std::vector<std::unique_ptr<HostStream>> done;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = streams_.find(stream);
     if (it == streams_.end()) return false;
-    gone = std::move(it->second);
+    for (auto e = ended_.begin(); e != ended_.end();)
+      if ((*e)->tail()->ready()) {
+        done.push_back(std::move(*e));
+        e = ended_.erase(e);
+      } else {
+        ++e;
+      }
+    ended_.push_back(std::move(it->second));
     streams_.erase(it);
   }
   return true;
@@ -121,6 +129,8 @@ FencePtr HostStreams::submit(uint64_t stream, std::function<void()> task,
   std::lock_guard<std::mutex> lock(mu_);
   if (stream == 0) {
     for (auto& [id, s] : streams_)
+      if (s->blocking()) waits.push_back(s->tail());
+    for (auto& s : ended_)
       if (s->blocking()) waits.push_back(s->tail());
     return legacy_->enqueue(std::move(waits), std::move(task));
   }
@@ -144,6 +154,7 @@ void HostStreams::synchronize() {
     std::lock_guard<std::mutex> lock(mu_);
     tails.push_back(legacy_->tail());
     for (auto& [id, s] : streams_) tails.push_back(s->tail());
+    for (auto& s : ended_) tails.push_back(s->tail());
   }
   for (auto& f : tails) f->wait();
 }
@@ -154,6 +165,7 @@ bool HostStreams::synchronize_for(std::chrono::milliseconds limit) {
     std::lock_guard<std::mutex> lock(mu_);
     tails.push_back(legacy_->tail());
     for (auto& [id, s] : streams_) tails.push_back(s->tail());
+    for (auto& s : ended_) tails.push_back(s->tail());
   }
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (auto& f : tails)

@@ -87,6 +87,7 @@ class HostStreams {
   std::mutex mu_;  // the map; never held while waiting for a fence
   std::unique_ptr<HostStream> legacy_;
   std::map<uint64_t, std::unique_ptr<HostStream>> streams_;
+  std::vector<std::unique_ptr<HostStream>> ended_;  // destroyed, their work maybe still running
   uint64_t next_ = 1;
 };
 

@@ -119,12 +119,11 @@ CUresult attribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
       // What cuMemExportToShareableHandle takes: a virtual-memory allocation's requested types;
       // none for other memory.
       unsigned long long types = 0;
-      CUmemGenericAllocationHandle h = 0;
-      if (device && cuMemRetainAllocationHandle(&h, cuda_fe::ptr(p)) == CUDA_SUCCESS) {
-        CUmemAllocationProp prop{};
-        if (cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS)
-          types = static_cast<unsigned long long>(prop.requestedHandleTypes);
-        cuMemRelease(h);
+      uint64_t h = 0;
+      if (device && core().vmm_retain(p, &h) == err::Success) {
+        client::Client::VmmProperties props;
+        if (core().vmm_properties(h, &props) == err::Success) types = props.handle_types;
+        core().vmm_release(h);
       }
       *static_cast<unsigned long long*>(data) = types;
       return CUDA_SUCCESS;

@@ -190,6 +190,20 @@ int main() {
   }
   for (auto& m : many) EXPECT_OK(cudaStreamDestroy(m));
 
+  // 11. ... and for the work of a stream destroyed before it ended (cudaStreamDestroy returns at
+  //     once; the work goes on).
+  {
+    cudaStream_t gone;
+    EXPECT_OK(cudaStreamCreateWithFlags(&gone, cudaStreamNonBlocking));
+    slow_fill<<<1, 256, 0, gone>>>(d, 21, N, kSlow);
+    EXPECT_OK(cudaStreamDestroy(gone));
+    EXPECT_OK(cudaDeviceSynchronize());
+    EXPECT_OK(cudaMemcpyAsync(h, d, N * sizeof(int), cudaMemcpyDeviceToHost, s2));
+    EXPECT_OK(cudaStreamSynchronize(s2));
+    EXPECT_TRUE(all_equal(h, N, 21),
+                "cudaDeviceSynchronize waited for the kernel of a destroyed stream");
+  }
+
   EXPECT_OK(cudaEventDestroy(e0));
   EXPECT_OK(cudaEventDestroy(e1));
   EXPECT_OK(cudaEventDestroy(after));

@@ -328,6 +328,28 @@ int main() {
     EXPECT_OK(cuStreamSynchronize(s));
     EXPECT_TRUE(std::memcmp(pinned, a.data(), n) == 0,
                 "cuMemcpyDtoDAsync from device memory into page-locked memory");
+    // A synchronous copy out of page-locked memory comes after the legacy stream's copy into it.
+    const size_t big = 16 << 20;
+    void* pinned_big = nullptr;
+    CUdeviceptr dbig = 0;
+    EXPECT_OK(cuMemHostAlloc(&pinned_big, big, 0));
+    EXPECT_OK(cuMemAlloc(&dbig, big));
+    std::memset(pinned_big, 0, big);
+    EXPECT_OK(cuMemsetD8(dbig, 0x5A, big));
+    EXPECT_OK(cuMemcpyDtoHAsync(pinned_big, dbig, big, nullptr));
+    std::vector<unsigned char> back(big);
+    EXPECT_OK(cuMemcpyDtoH(back.data(), reinterpret_cast<CUdeviceptr>(pinned_big), big));
+    EXPECT_TRUE(back == std::vector<unsigned char>(big, 0x5A),
+                "cuMemcpyDtoH from page-locked memory waits for the legacy stream's copy into it");
+    // Freed while an asynchronous copy into it is on its way: the free waits for it (as CUDA's
+    // waits for the work before it), and the link to the server survives.
+    void* doomed = nullptr;
+    EXPECT_OK(cuMemHostAlloc(&doomed, big, 0));
+    EXPECT_OK(cuMemcpyDtoHAsync(doomed, dbig, big, s));
+    EXPECT_OK(cuMemFreeHost(doomed));
+    EXPECT_OK(cuCtxSynchronize());
+    EXPECT_OK(cuMemFree(dbig));
+    EXPECT_OK(cuMemFreeHost(pinned_big));
   }
   EXPECT_OK(cuMemFreeHost(pinned));
 
