@@ -344,6 +344,30 @@ int main() {
   EXPECT_OK(cudaGraphExecDestroy(x));
   EXPECT_OK(cudaGraphDestroy(parent));  // the moved graph goes with it
 
+  // A captured copy between page-locked buffers copies at each launch (what the source holds
+  // then).
+  {
+    int *h1 = nullptr, *h2 = nullptr;
+    REQUIRE_OK(cudaMallocHost(&h1, 4096));
+    REQUIRE_OK(cudaMallocHost(&h2, 4096));
+    for (int i = 0; i < 1024; ++i) h1[i] = 1, h2[i] = 0;
+    cudaGraph_t hg = nullptr;
+    cudaGraphExec_t hx = nullptr;
+    EXPECT_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    EXPECT_OK(cudaMemcpyAsync(h2, h1, 4096, cudaMemcpyHostToHost, s));
+    EXPECT_OK(cudaStreamEndCapture(s, &hg));
+    REQUIRE_OK(cudaGraphInstantiate(&hx, hg, 0));
+    EXPECT_TRUE(h2[0] == 0 && h2[1023] == 0, "the captured host-to-host copy did not run yet");
+    for (int i = 0; i < 1024; ++i) h1[i] = 7;
+    EXPECT_OK(cudaGraphLaunch(hx, s));
+    EXPECT_OK(cudaStreamSynchronize(s));
+    EXPECT_TRUE(h2[0] == 7 && h2[1023] == 7, "a launch copies what the source holds then");
+    EXPECT_OK(cudaGraphExecDestroy(hx));
+    EXPECT_OK(cudaGraphDestroy(hg));
+    EXPECT_OK(cudaFreeHost(h1));
+    EXPECT_OK(cudaFreeHost(h2));
+  }
+
   EXPECT_OK(cudaStreamDestroy(s));
   EXPECT_OK(cudaStreamDestroy(s2));
   EXPECT_OK(cudaFree(d));
