@@ -403,6 +403,7 @@ class Client {
   // memory node of the capture, and *e says how that went).
   bool graph_capture_alloc(void** ptr, size_t size, const Stream& s, CudaError* e);
   bool capture_running();  // a capture of this process is on (any stream, any server)
+  bool capture_running_on(const ServerLink* l);  // ... on a stream of that server
   bool graph_capture_free(void* ptr, const Stream& s, CudaError* e);
   // ---- pools (client/pools.cc): stream-ordered allocation and mapped page-locked memory
   // A memory pool of a virtual device: the server's pool `id` (0: the device's default pool).

@@ -146,6 +146,13 @@ bool Client::capture_running() {
   return !capturing_.empty();
 }
 
+bool Client::capture_running_on(const ServerLink* l) {
+  std::lock_guard<std::mutex> lock(graphs_mu_);
+  for (const auto& [key, g] : capturing_)
+    if (key.first == l) return true;
+  return false;
+}
+
 Graph* Client::gmem_capture(const Stream& s, unsigned* status) {
   *status = 0;
   if (s.id == 0) return nullptr;

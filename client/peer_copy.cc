@@ -117,20 +117,25 @@ void Client::settle_owed(int dev, bool even_capturing) {
     std::lock_guard<std::mutex> lock(peer_pending_mu_);
     if (!peer_owed_.count(dev)) return;
   }
-  if (!even_capturing && capture_running()) return;
   std::lock_guard<std::mutex> settling(peer_settle_mu_);
-  std::map<int, uint64_t> owed;
+  std::map<int, uint64_t> owed, settled;
   {
     std::lock_guard<std::mutex> lock(peer_pending_mu_);
     auto it = peer_owed_.find(dev);
     if (it == peer_owed_.end()) return;  // another thread's settle came first
     owed = it->second;
   }
-  for (const auto& [active, seq] : owed) synchronize_for_peer(Stream{active, 0, 0, 0});
+  for (const auto& [active, seq] : owed) {
+    // Waiting for the active server's legacy stream while a capture runs there could end the
+    // capture: that wait stays owed.  A capture on another server is no reason not to wait.
+    if (!even_capturing && capture_running_on(devices_[active].link)) continue;
+    synchronize_for_peer(Stream{active, 0, 0, 0});
+    settled[active] = seq;
+  }
   std::lock_guard<std::mutex> lock(peer_pending_mu_);
   auto it = peer_owed_.find(dev);
   if (it == peer_owed_.end()) return;
-  for (const auto& [active, seq] : owed) {
+  for (const auto& [active, seq] : settled) {
     auto a = it->second.find(active);
     if (a != it->second.end() && a->second == seq) it->second.erase(a);  // none queued since
   }

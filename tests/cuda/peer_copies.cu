@@ -270,6 +270,29 @@ int main(int argc, char** argv) {
       EXPECT_TRUE(e == cudaSuccess && memcmp(back.data(), src.data(), n) == 0, forms[how]);
       if (e != cudaSuccess) printf("  (%s: %s)\n", forms[how], cudaGetErrorName(e));
     }
+    if (count > 2) {
+      // A capture on a third server is no reason for the source's next work not to wait.
+      REQUIRE_OK(cudaSetDevice(1));
+      REQUIRE_OK(cudaMemset(b, 0, n));
+      REQUIRE_OK(cudaSetDevice(0));
+      REQUIRE_OK(cudaMemcpy(a, src.data(), n, cudaMemcpyHostToDevice));
+      REQUIRE_OK(cudaSetDevice(2));
+      REQUIRE_OK(cudaStreamBeginCapture(s2, cudaStreamCaptureModeRelaxed));
+      REQUIRE_OK(cudaSetDevice(1));
+      slow_fill<<<1, 32>>>(slow, 0, 1, 200ull * 1000 * 1000);
+      REQUIRE_OK(cudaSetDevice(0));
+      cudaError_t e = cudaMemcpyPeer(b, 1, a, 0, n);
+      if (e == cudaSuccess) e = cudaMemset(a, 0xee, n);
+      REQUIRE_OK(cudaSetDevice(2));
+      cudaGraph_t g = nullptr;
+      EXPECT_OK(cudaStreamEndCapture(s2, &g));
+      if (g) cudaGraphDestroy(g);
+      REQUIRE_OK(cudaSetDevice(1));
+      if (e == cudaSuccess) e = cudaMemcpy(back.data(), b, n, cudaMemcpyDeviceToHost);
+      EXPECT_TRUE(e == cudaSuccess && memcmp(back.data(), src.data(), n) == 0,
+                  "cudaMemcpyPeer, then a memset of the source, while a third server captures");
+      if (e != cudaSuccess) printf("  (capture elsewhere: %s)\n", cudaGetErrorName(e));
+    }
     {  // two threads write the source at once: each waits, also while the other's wait runs
       REQUIRE_OK(cudaSetDevice(1));
       REQUIRE_OK(cudaMemset(b, 0, n));
