@@ -407,8 +407,9 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
       if (d_dev || s_dev) return err::InvalidValue;
       // Page-locked memory the GPU may write (a kernel through unified addressing, a copy still
       // on its way to this process): after the legacy stream's earlier work, as CUDA's copy.
-      if (page_locked_range(u64(dst), (height - 1) * dpitch + width) ||
-          page_locked_range(u64(src), (height - 1) * spitch + width))
+      // (Not on a callback thread, where CUDA calls are not allowed: as before, at once.)
+      if (!on_callback_thread() && (page_locked_range(u64(dst), (height - 1) * dpitch + width) ||
+                                    page_locked_range(u64(src), (height - 1) * spitch + width)))
         if (CudaError e = stream_synchronize(Stream{current_device(), 0, 0, 0}); e != err::Success)
           return e;
       copy_rows(dst, dpitch, src, spitch, width, height);
@@ -564,8 +565,17 @@ CudaError Client::host_free(void* ptr) {
     l->call<HostShmUnregisterMsg>(HostShmUnregisterReq{r->segment});
   }
   // An asynchronous copy into it whose bytes are still on their way (over TCP) is written first,
-  // as CUDA's cudaFreeHost waits for the work before it.
-  for (auto& l : links_) l->wait_async_data_outside(r->base, r->size);
+  // as CUDA's cudaFreeHost waits for the work before it: the devices of a link with such a copy
+  // are synchronized (the server keeps the link alive meanwhile, and its reply comes after the
+  // bytes), then the last bytes are waited for.  Not on a callback thread (a stream runs it).
+  if (!on_callback_thread())
+    for (size_t i = 0; i < links_.size(); ++i) {
+      ServerLink* l = links_[i].get();
+      if (!l->async_data_into(r->base, r->size)) continue;
+      for (size_t d = 0; d < devices_.size(); ++d)
+        if (devices_[d].link == l) synchronize(static_cast<int>(d));
+      l->wait_async_data_outside(r->base, r->size);
+    }
   munmap(ptr, r->size);
   return err::Success;
 }

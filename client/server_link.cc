@@ -345,7 +345,7 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
   }
   if (n_in) {  // a failed copy may not have sent every piece
     std::lock_guard<std::mutex> lock(mu_);
-    async_dst_.erase(id);
+    if (async_dst_.erase(id)) cv_.notify_all();  // wait_async_data_outside
   }
   if (p.result != err::Success) {
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
@@ -381,7 +381,14 @@ CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> bo
     uint64_t bytes = 0;
     for (const iovec& r : rows) bytes += r.iov_len;
     note_request(type, false, 0, bytes);
-    async_dst_[id] = AsyncDst{std::move(rows), width};
+    AsyncDst d{std::move(rows), width};
+    d.lo = UINT64_MAX;
+    for (const iovec& r : d.rows) {
+      const auto a = reinterpret_cast<uint64_t>(r.iov_base);
+      d.lo = std::min(d.lo, a);
+      d.hi = std::max(d.hi, a + r.iov_len);
+    }
+    async_dst_[id] = std::move(d);
   }
   try {
     send_frame(type, 0, id, body, nullptr, 0);
@@ -498,7 +505,7 @@ void ServerLink::receive_loop() {
           std::lock_guard<std::mutex> lock(mu_);
           if (pending_ == err::Success) pending_ = m.error;
           has_pending_ = true;
-          async_dst_.erase(m.request_id);
+          if (async_dst_.erase(m.request_id)) cv_.notify_all();  // wait_async_data_outside
           break;
         }
         case MsgId::DeviceOutput: {
@@ -574,8 +581,10 @@ void ServerLink::receive_loop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       receiving_ = nullptr;
+      delivering_lo_ = delivering_hi_ = 0;  // this thread writes no more
     }
     fail_link(ex.what());
+    cv_.notify_all();
   }
 }
 
@@ -630,28 +639,39 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
   cv_.notify_all();
 }
 
-void ServerLink::wait_async_data_outside(uint64_t base, uint64_t size) {
-  auto overlaps = [&](uint64_t p, uint64_t n) { return p < base + size && base < p + n; };
-  auto touches = [&](const AsyncDst& d) {
-    for (const iovec& r : d.rows)
-      if (overlaps(reinterpret_cast<uint64_t>(r.iov_base), r.iov_len)) return true;
-    return false;
-  };
-  std::unique_lock<std::mutex> lock(mu_);
-  wait_alive(
-      lock, cv_,
-      [&] {
-        if (state_ != err::Success) return true;  // the link is gone: nothing more is written
-        if (delivering_hi_ && overlaps(delivering_lo_, delivering_hi_ - delivering_lo_))
-          return false;
-        for (const auto& [id, d] : async_dst_)
-          if (touches(d)) return false;
-        return true;
-      },
-      "freeing page-locked memory");
+bool ServerLink::async_data_into(uint64_t base, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, d] : async_dst_)
+    if (d.lo < base + size && base < d.hi) return true;
+  return false;
 }
 
+void ServerLink::wait_async_data_outside(uint64_t base, uint64_t size) {
+  auto overlaps = [&](uint64_t lo, uint64_t hi) { return lo < base + size && base < hi; };
+  auto done = [&] {
+    // Bytes being written now are written first, even on a failing link (the receiver stops
+    // after its current write and clears the span).
+    if (delivering_hi_ && overlaps(delivering_lo_, delivering_hi_)) return false;
+    if (state_ != err::Success) return true;  // the link is gone: nothing more is written
+    for (const auto& [id, d] : async_dst_)
+      if (overlaps(d.lo, d.hi)) return false;
+    return true;
+  };
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout_s_ > 0)
+    wait_alive(lock, cv_, done, "freeing page-locked memory");
+  else
+    cv_.wait(lock, done);
+}
+
+namespace {
+thread_local bool t_on_callback_thread = false;
+}  // namespace
+
+bool on_callback_thread() { return t_on_callback_thread; }
+
 void ServerLink::callback_loop() {
+  t_on_callback_thread = true;
   for (;;) {
     std::pair<uint64_t, std::function<void()>> job;
     {

@@ -52,6 +52,10 @@ struct ServerHello {
 // a client core, rgpu's libnvidia-ml.so.1, defines its own).
 void note_server_error(const std::string& message);
 
+// True on a link's callback thread (host functions, stream callbacks, the notify sink): CUDA
+// work there must not wait for streams (one of them runs this callback).
+bool on_callback_thread();
+
 class ServerLink {
  public:
   // `purpose` Queries: a link for NVML queries only (proto/messages_nvml.h), which the server
@@ -116,8 +120,10 @@ class ServerLink {
   uint64_t peer_copy_failures() const { return peer_copy_failures_.load(); }
   // An asynchronous failure for the next call on this link to report (as the server's own are).
   void defer_error(CudaError e);
-  // Returns once no asynchronous device-to-host copy (call_with_async_data) still has bytes to
-  // write into [base, base + size): the memory may then go (cudaFreeHost).  Connects nothing.
+  // Whether an asynchronous device-to-host copy (call_with_async_data) still has bytes to
+  // write into [base, base + size).
+  bool async_data_into(uint64_t base, uint64_t size);
+  // Returns once none has: the memory may then go (cudaFreeHost).  Connects nothing.
   void wait_async_data_outside(uint64_t base, uint64_t size);
   // A host function of a graph node: kept, run each time the server names it in a replay
   // (RunCallback ids with bit 63 set carry it in bits 0..39; see server/graphs.cc).
@@ -144,6 +150,7 @@ class ServerLink {
     std::vector<iovec> rows;
     uint64_t width;
     Pending* waiter = nullptr;  // a synchronous copy's caller, waiting for its reply
+    uint64_t lo = 0, hi = 0;    // the span of `rows`
   };
 
   CudaError transact(uint16_t type, const char* name, bool sync, std::vector<uint8_t> body,
