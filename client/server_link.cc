@@ -370,6 +370,18 @@ void ServerLink::defer_error(CudaError e) {
   has_pending_ = true;
 }
 
+namespace {
+// The addresses [*lo, *hi) that `rows` cover ([0, 0) for none).
+void span_of(const std::vector<iovec>& rows, uint64_t* lo, uint64_t* hi) {
+  *lo = rows.empty() ? 0 : UINT64_MAX, *hi = 0;
+  for (const iovec& r : rows) {
+    const auto a = reinterpret_cast<uint64_t>(r.iov_base);
+    *lo = std::min(*lo, a);
+    *hi = std::max(*hi, a + r.iov_len);
+  }
+}
+}  // namespace
+
 CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> body,
                                           std::vector<iovec> rows, uint64_t width) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
@@ -382,12 +394,7 @@ CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> bo
     for (const iovec& r : rows) bytes += r.iov_len;
     note_request(type, false, 0, bytes);
     AsyncDst d{std::move(rows), width};
-    d.lo = UINT64_MAX;
-    for (const iovec& r : d.rows) {
-      const auto a = reinterpret_cast<uint64_t>(r.iov_base);
-      d.lo = std::min(d.lo, a);
-      d.hi = std::max(d.hi, a + r.iov_len);
-    }
+    span_of(d.rows, &d.lo, &d.hi);
     async_dst_[id] = std::move(d);
   }
   try {
@@ -612,12 +619,7 @@ void ServerLink::receive_async_data(const FrameHeader& h, const std::vector<uint
       }
       if (m.last) async_dst_.erase(it);
       // Known until written, for wait_async_data_outside.
-      delivering_lo_ = UINT64_MAX, delivering_hi_ = 0;
-      for (const iovec& p : pieces) {
-        const auto a = reinterpret_cast<uint64_t>(p.iov_base);
-        delivering_lo_ = std::min(delivering_lo_, a);
-        delivering_hi_ = std::max(delivering_hi_, a + p.iov_len);
-      }
+      span_of(pieces, &delivering_lo_, &delivering_hi_);
     }
   }
   if (pieces.empty() && h.payload_len) {  // the copy failed and was reported: drop its bytes

@@ -473,18 +473,24 @@ Status Session::on(GetDeviceInfoMsg, const DeviceReq& q, GetDeviceInfoRep& rep) 
   return Status::success();
 }
 
+bool Session::prune_ended_streams(uint32_t device) {
+  bool idle = true;
+  std::erase_if(ended_streams_, [&](const auto& m) {
+    const int d = static_cast<int>(m.first);
+    if (exec_.event_query(d, m.second).code == err::NotReady) {
+      idle = idle && m.first != device;
+      return false;
+    }
+    release_event(d, m.second);  // that stream's work is over
+    return true;
+  });
+  return idle;
+}
+
 bool Session::device_idle(uint32_t device, size_t limit) {
   const int dev = static_cast<int>(device);
   if (exec_.stream_query(dev, 0).code == err::NotReady) return false;
-  for (auto it = ended_streams_.begin(); it != ended_streams_.end();) {
-    if (it->first != device) {
-      ++it;
-      continue;
-    }
-    if (exec_.event_query(dev, it->second).code == err::NotReady) return false;
-    release_event(dev, it->second);  // that stream's work is over
-    it = ended_streams_.erase(it);
-  }
+  if (!prune_ended_streams(device)) return false;
   size_t n = 0;
   for (auto& [id, o] : streams_) {
     if (o.device != device || !o.busy) continue;

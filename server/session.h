@@ -183,6 +183,9 @@ class Session {
   // Every stream of `device` that may have work (legacy and busy ones, at most `limit` queries)
   // is idle; clears `busy` of those found idle.
   bool device_idle(uint32_t device, size_t limit = 64);
+  // Releases the marks of destroyed streams whose work is over (every device's); false while a
+  // mark of `device` still has work.
+  bool prune_ended_streams(uint32_t device);
   // Polls `ready` while no request is queued, for up to kDispatcherPoll; its last answer.
   bool poll_ready(const std::function<bool()>& ready);
   static constexpr std::chrono::microseconds kDispatcherPoll{200};

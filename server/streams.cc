@@ -62,12 +62,7 @@ Status Session::on(StreamDestroyMsg, const ObjectReq& q, Empty&) {
   // Its work goes on after the destroy (CUDA's rule): a private event marks it for
   // DeviceSynchronize's ready check, which no longer sees the stream.  Marks of work now over
   // go first (a program may destroy busy streams and never synchronize the device).
-  std::erase_if(ended_streams_, [&](const auto& m) {
-    const int d = static_cast<int>(m.first);
-    if (exec_.event_query(d, m.second).code == err::NotReady) return false;
-    release_event(d, m.second);
-    return true;
-  });
+  prune_ended_streams(q.device);
   if (uint64_t mark = 0;
       exec_.stream_query(dev, h).code == err::NotReady && mark_stream(dev, h, mark).ok())
     ended_streams_.push_back({q.device, mark});

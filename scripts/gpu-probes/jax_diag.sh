@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Where JAX fails on rgpu: the small JAX script with XLA's autotuner off, then under cuda-gdb with
-# a breakpoint on the client's refused memset (stack of its caller).   jax_diag.sh [BUILD_DIR]
+# Where JAX fails on rgpu (over shm): a JAX script ($PY, default jax_small.py) natively, with XLA's
+# autotuner off, and with XLA's verbose autotuner log (all skipped with GDB_ONLY=1); then under gdb
+# with cu_errors.py: every failing call into rgpu's libcuda.so.1, its arguments and its caller.
+#   [PY=script] [GDB_ONLY=1] [RGPU_TRACE_PREFIXES=cuMem,...] jax_diag.sh [BUILD_DIR]
 cd "$(dirname "$0")/../.."
 b=${1:-build-gpu}
 o=${OUT:-$(mktemp -d)}
-RGPU_LOG=info $b/server/rgpud --backend cuda --listen 127.0.0.1:0 --port-file $o/port 2>$o/rgpud.log &
-d=$!
-trap 'kill $d 2>/dev/null; wait $d 2>/dev/null' EXIT
-for _ in $(seq 100); do [ -s $o/port ] && break; sleep 0.1; done
-export RGPU_SERVERS=127.0.0.1:$(cat $o/port) RGPU_TRANSPORT=shm
+source scripts/gpu-probes/one_rgpud.sh
+export RGPU_TRANSPORT=shm
 py=${PY:-scripts/gpu-probes/jax_small.py}
 if [ -z "$GDB_ONLY" ]; then
 echo "== native"; timeout 100 python3 $py 2>$o/native.err

@@ -4,11 +4,7 @@
 cd "$(dirname "$0")/../.."
 b=${1:-build-gpu}
 o=${OUT:-$(mktemp -d)}
-RGPU_LOG=info $b/server/rgpud --backend cuda --listen 127.0.0.1:0 --port-file $o/port 2>$o/rgpud.log &
-d=$!
-trap 'kill $d 2>/dev/null; wait $d 2>/dev/null' EXIT
-for _ in $(seq 100); do [ -s $o/port ] && break; sleep 0.1; done
-export RGPU_SERVERS=127.0.0.1:$(cat $o/port)
+source scripts/gpu-probes/one_rgpud.sh
 timeout 200 python3 scripts/gpu-probes/jax_probe.py >$o/native.out 2>$o/native.err
 echo "native rc=$?"
 for t in shm tcp; do
