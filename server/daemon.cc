@@ -158,6 +158,25 @@ int run_daemon(const DaemonConfig& cfg) {
     return 2;
   }
 
+  // Listening beyond this machine needs authentication: checked before anything is bound
+  // or probed, so a refused configuration never accepts a connection.
+  auto unauthenticated = [&](bool local) { return !local && !token && !(tls && tls->mutual()); };
+  auto need_auth = [](const std::string& where) {
+    return "refusing to listen on " + where +
+           " without authentication: give --token-file (clients set RGPU_TOKEN) or "
+           "--tls-client-ca (mutual TLS), or listen on loopback";
+  };
+  try {
+    if (unauthenticated(
+            transport::Registry::builtin().listens_locally({cfg.listen_host, cfg.listen_port}))) {
+      LOG_ERROR("%s", need_auth(cfg.listen_host + ":" + std::to_string(cfg.listen_port)).c_str());
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    LOG_ERROR("%s", e.what());
+    return 1;
+  }
+
   bool use_cuda = cfg.backend != BackendKind::Host;
   int gpus = 0, driver = 0;
   proto::NvmlProbeTable gpu_table;  // the cuda backend's GPUs, for NVML queries (server/nvml.h)
@@ -230,11 +249,8 @@ int run_daemon(const DaemonConfig& cfg) {
     return 1;
   }
   const transport::ProviderListener* listener = listeners.front().listener.get();
-  if (!listener->is_loopback() && !token && !(tls && tls->mutual())) {
-    LOG_ERROR(
-        "refusing to listen on %s without authentication: give --token-file (clients set "
-        "RGPU_TOKEN) or --tls-client-ca (mutual TLS), or listen on loopback",
-        listener->address().c_str());
+  if (unauthenticated(listener->is_loopback())) {  // the name resolved otherwise when bound
+    LOG_ERROR("%s", need_auth(listener->address()).c_str());
     return 2;
   }
   if (!cfg.port_file.empty()) {
@@ -289,6 +305,50 @@ int run_daemon(const DaemonConfig& cfg) {
   sup.set_max_sessions(max_sessions);
 
   const pid_t daemon_pid = getpid();
+  // Phase 2 of accepting, for a connection the budget admits: a session process of its own.  In
+  // the child it never returns.
+  auto start_session = [&](std::unique_ptr<transport::PendingConnection> pending,
+                           const transport::Provider& provider) {
+    const std::string who = pending->peer(), source = pending->source();
+    const bool local = provider.capabilities().co_located_only;
+    if (std::string why = sup.make_handshake_room(source, local); !why.empty()) {
+      sup.note_dropped(who, why);  // dropped at once: closing the socket is all it costs
+      return;
+    }
+    int ctl[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
+      LOG_ERROR("socketpair: %s; dropping client %s", strerror(errno), who.c_str());
+      return;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      LOG_ERROR("fork failed: %s; dropping client %s", strerror(errno), who.c_str());
+      close(ctl[0]);
+      close(ctl[1]);
+      return;
+    }
+    if (pid > 0) {
+      close(ctl[1]);
+      pending.reset();  // the session process has its own copy of the connection
+      sup.add(pid, ctl[0], who, source, local);
+      LOG_INFO("client %s: session process %d", who.c_str(), pid);
+      return;
+    }
+    // Session process.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != daemon_pid) _exit(0);
+    close(ctl[0]);
+    close(sigfd);
+    sup.close_all_in_child();
+    listeners.clear();
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    std::string prefix = "rgpud[" + std::to_string(getpid()) + "]";
+    log::init(prefix.c_str(), log::Level::Notice);
+    run_session_process(spc, std::move(pending), provider, ctl[1]);
+  };
   bool stop = false;
   while (!stop) {
     std::vector<pollfd> fds = {{sigfd, POLLIN, 0}};
@@ -305,57 +365,26 @@ int run_daemon(const DaemonConfig& cfg) {
     sup.reap();
     sup.enforce_deadlines();
     if (stop || n <= 0) continue;
-    // Phase 1 of accepting: take one raw connection, without waiting for the client.
-    std::unique_ptr<transport::PendingConnection> pending;
-    const transport::Provider* provider = nullptr;
-    for (size_t i = 0; i < listeners.size() && !pending; ++i) {
+    // Phase 1 of accepting: take raw connections without waiting for the clients, up to a burst
+    // per listener and wake-up, so that a flood of connections that are dropped at once drains
+    // the backlog faster than it fills (a full backlog makes the kernel drop a client's SYN, and
+    // the client retries only after a second or more).
+    constexpr int kAcceptBurst = 256;
+    for (size_t i = 0; i < listeners.size(); ++i) {
       if (!(fds[1 + i].revents & POLLIN)) continue;
-      try {
-        pending = listeners[i].listener->accept();
-        provider = listeners[i].provider;
-      } catch (const std::exception& e) {
-        LOG_ERROR("%s", e.what());
+      for (int k = 0; k < kAcceptBurst; ++k) {
+        pollfd ready{listeners[i].listener->fd(), POLLIN, 0};
+        if (k > 0 && poll(&ready, 1, 0) <= 0) break;
+        std::unique_ptr<transport::PendingConnection> pending;
+        try {
+          pending = listeners[i].listener->accept();
+        } catch (const std::exception& e) {
+          LOG_ERROR("%s", e.what());
+          break;
+        }
+        if (pending) start_session(std::move(pending), *listeners[i].provider);
       }
     }
-    if (!pending) continue;
-    std::string who = pending->peer();
-    if (!sup.handshake_slot_free()) {  // dropped at once: closing the socket is all it costs
-      sup.note_dropped(who);
-      continue;
-    }
-    int ctl[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
-      LOG_ERROR("socketpair: %s; dropping client %s", strerror(errno), who.c_str());
-      continue;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-      LOG_ERROR("fork failed: %s; dropping client %s", strerror(errno), who.c_str());
-      close(ctl[0]);
-      close(ctl[1]);
-      continue;
-    }
-    if (pid > 0) {
-      close(ctl[1]);
-      pending.reset();  // the session process has its own copy of the connection
-      sup.add(pid, ctl[0], who);
-      LOG_INFO("client %s: session process %d", who.c_str(), pid);
-      continue;
-    }
-    // Session process.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != daemon_pid) _exit(0);
-    close(ctl[0]);
-    close(sigfd);
-    sup.close_all_in_child();
-    listeners.clear();
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    std::string prefix = "rgpud[" + std::to_string(getpid()) + "]";
-    log::init(prefix.c_str(), log::Level::Notice);
-    run_session_process(spc, std::move(pending), *provider, ctl[1]);
   }
   listeners.clear();
   int rc = sup.shut_down(sigfd, cfg.shutdown_timeout_ms);

@@ -29,9 +29,13 @@ struct DaemonConfig {
   size_t chunk_bytes = 0;               // bulk pipeline: bytes per chunk (0: SessionConfig's)
   size_t pipeline_depth = 0;  // bulk pipeline: device-to-host chunks in flight (0: default)
   TlsSettings tls;            // TLS for TCP clients (none when empty)
-  // Budget of connections that have not authenticated yet: beyond max_handshakes new ones are
-  // dropped at once; a handshake not finished within handshake_timeout_ms is ended.
+  // Budget of connections that have not authenticated yet, one for network connections and one
+  // for this machine's (shared memory): beyond max_handshakes new ones are dropped at once (or the
+  // source holding the most gives one up); one source (TCP address or IPv6 /64, local uid) holds
+  // at most max_handshakes_per_user; a handshake not finished within handshake_timeout_ms is
+  // ended.
   int max_handshakes = 32;
+  int max_handshakes_per_user = 8;
   int handshake_timeout_ms = 5000;
   int max_sessions = 256;         // authenticated sessions at once
   int max_sessions_per_user = 0;  // per shm uid / TCP peer address (0: no limit but the total)

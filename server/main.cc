@@ -37,8 +37,11 @@ void usage(FILE* out) {
       "  --module-cache DIR    where fat binaries are kept by hash (default\n"
       "                        ~/.cache/rgpud/modules; none to disable)\n"
       "Limits:\n"
-      "  --max-handshakes N    connections still in their handshake; more are dropped at\n"
-      "                        once (default 32)\n"
+      "  --max-handshakes N    connections still in their handshake, for network and for\n"
+      "                        this machine's (shared-memory) clients each; more are dropped\n"
+      "                        at once, or the source holding the most gives one up (default 32)\n"
+      "  --max-handshakes-per-user N  of those, per source: TCP address (IPv6: per /64) or\n"
+      "                        local uid (default 8; 0: no limit but the total)\n"
       "  --handshake-timeout S seconds a connection has to complete its handshake\n"
       "                        (default 5; may be fractional)\n"
       "  --max-sessions N      authenticated sessions at once (default 256)\n"
@@ -174,6 +177,8 @@ int main(int argc, char** argv) {
       cfg.pipeline_depth = static_cast<size_t>(n);
     } else if (a == "--max-handshakes") {
       cfg.max_handshakes = count_option(a, value(), 1, 100000);
+    } else if (a == "--max-handshakes-per-user") {
+      cfg.max_handshakes_per_user = count_option(a, value(), 0, 100000);
     } else if (a == "--handshake-timeout") {
       cfg.handshake_timeout_ms = seconds_option(a, value());
     } else if (a == "--max-sessions") {

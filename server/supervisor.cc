@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/log.h"
 #include "server/session_process.h"
@@ -16,29 +17,72 @@ namespace rgpu::server {
 Supervisor::Supervisor(const DaemonConfig& cfg, std::vector<backend::HostLedger*> ledgers)
     : cfg_(cfg), ledgers_(std::move(ledgers)), max_sessions_(cfg.max_sessions) {}
 
-void Supervisor::add(pid_t pid, int control, std::string peer) {
-  Child c{pid, control, std::move(peer), Clock::now(), false, false, ""};
+void Supervisor::add(pid_t pid, int control, std::string peer, std::string source, bool local) {
+  Child c;
+  c.pid = pid;
+  c.control = control;
+  c.peer = std::move(peer);
+  c.started = Clock::now();
+  c.source = std::move(source);
+  c.local = local;
   children_.push_back(std::move(c));
 }
 
-bool Supervisor::handshake_slot_free() const {
-  auto in_handshake =
-      std::count_if(children_.begin(), children_.end(), [](const Child& c) { return !c.admitted; });
-  return in_handshake < cfg_.max_handshakes;
+std::string Supervisor::make_handshake_room(const std::string& source, bool local) {
+  // Those still in their handshake in this connection's budget, by source.  A killed one (its
+  // deadline passed, or it was evicted) is dying and counts no more.
+  std::map<std::string, std::vector<Child*>> pending;
+  int total = 0;
+  for (Child& c : children_) {
+    if (c.admitted || c.killed || c.local != local) continue;
+    pending[c.source].push_back(&c);
+    ++total;
+  }
+  const size_t mine = pending.count(source) ? pending[source].size() : 0;
+  const char* kind = local ? "this machine's" : "network";
+  if (cfg_.max_handshakes_per_user > 0 &&
+      mine >= static_cast<size_t>(cfg_.max_handshakes_per_user)) {
+    ++refused_handshakes_;
+    return source + " already has " + std::to_string(mine) +
+           " connections in their handshake (--max-handshakes-per-user " +
+           std::to_string(cfg_.max_handshakes_per_user) + ")";
+  }
+  if (total < cfg_.max_handshakes) return "";
+  // The budget is full: the source holding the most gives up its newest handshake when it holds
+  // more than this one would, so squatting from a few addresses cannot keep anyone out.
+  auto top = std::max_element(pending.begin(), pending.end(), [](const auto& a, const auto& b) {
+    return a.second.size() < b.second.size();
+  });
+  if (top == pending.end() || top->second.size() <= mine + 1) {
+    ++refused_handshakes_;
+    return std::to_string(total) + " " + kind +
+           " connections are still in their handshake (--max-handshakes " +
+           std::to_string(cfg_.max_handshakes) + ")";
+  }
+  Child* newest = *std::max_element(top->second.begin(), top->second.end(),
+                                    [](Child* a, Child* b) { return a->started < b->started; });
+  kill(newest->pid, SIGKILL);  // nothing is spent on a connection before it authenticates
+  newest->killed = true;
+  ++refused_handshakes_;
+  evictions_.warn(newest->peer,
+                  top->first + " holds the most of the " + std::to_string(total) + " " + kind +
+                      " connections in their handshake (--max-handshakes " +
+                      std::to_string(cfg_.max_handshakes) + "), to make room for " + source);
+  return "";
 }
 
-void Supervisor::note_dropped(const std::string& peer) {
-  ++dropped_since_log_;
+void Supervisor::note_dropped(const std::string& peer, const std::string& why) {
+  drops_.warn(peer, why);
+}
+
+void Supervisor::Throttled::warn(const std::string& peer, const std::string& why) {
+  ++since;
   auto now = Clock::now();
-  if (now - last_drop_log_ < std::chrono::seconds(1)) return;
-  LOG_WARN("dropping client %s%s: %d connections are still in their handshake (--max-handshakes)",
-           peer.c_str(),
-           dropped_since_log_ > 1
-               ? (" and " + std::to_string(dropped_since_log_ - 1) + " more").c_str()
-               : "",
-           cfg_.max_handshakes);
-  last_drop_log_ = now;
-  dropped_since_log_ = 0;
+  if (now - last < std::chrono::seconds(1)) return;
+  LOG_WARN("dropping client %s%s: %s", peer.c_str(),
+           since > 1 ? (" and " + std::to_string(since - 1) + " more").c_str() : "", why.c_str());
+  last = now;
+  since = 0;
 }
 
 void Supervisor::add_control_fds(std::vector<pollfd>& fds) const {

@@ -23,11 +23,19 @@ class Supervisor {
 
   void set_max_sessions(int n) { max_sessions_ = n; }
   // A new session process, in its handshake; `control` is the daemon's end of its control socket.
-  void add(pid_t pid, int control, std::string peer);
-  // False when --max-handshakes connections are still in their handshake.
-  bool handshake_slot_free() const;
-  // Logs (at most once a second) that a connection was dropped for want of a handshake slot.
-  void note_dropped(const std::string& peer);
+  // `source` is whom it counts under before it authenticates (PendingConnection::source), `local`
+  // whether it came over a co-located transport (shared memory).
+  void add(pid_t pid, int control, std::string peer, std::string source, bool local);
+  // Whether a new connection from `source` may start its handshake: "" when it may (possibly
+  // after ending the newest handshake of the source holding the most, when the budget is full and
+  // `source` holds fewer), else why not, naming the option.  Local and network connections have
+  // budgets of their own (--max-handshakes each), so strangers on the network never keep this
+  // machine's users out; each source holds at most --max-handshakes-per-user of one.
+  std::string make_handshake_room(const std::string& source, bool local);
+  // Logs (at most once a second) that a connection was dropped, and why.
+  void note_dropped(const std::string& peer, const std::string& why);
+  // Connections refused before authentication since the start, by reason (metrics, tests).
+  uint64_t refused_handshakes() const { return refused_handshakes_; }
 
   // Appends the control sockets to poll; serve_controls answers admission requests among them.
   void add_control_fds(std::vector<pollfd>& fds) const;
@@ -50,10 +58,12 @@ class Supervisor {
  private:
   using Clock = std::chrono::steady_clock;
   struct Child {
-    pid_t pid;
-    int control;  // -1 once the session closed it
+    pid_t pid = -1;
+    int control = -1;  // -1 once the session closed it
     std::string peer;
     Clock::time_point started;
+    std::string source;  // whom it counts under in its handshake
+    bool local = false;  // came over a co-located transport
     bool admitted = false;
     bool killed = false;  // handshake deadline passed: SIGKILL sent
     std::string identity;
@@ -68,8 +78,14 @@ class Supervisor {
   std::vector<Child> children_;
   IpcExports ipc_;    // what sessions exported for CUDA IPC
   PeerRoutes peers_;  // peer links to the sessions that issued their tickets
-  Clock::time_point last_drop_log_{};
-  size_t dropped_since_log_ = 0;
+  // A warning logged at most once a second, with the count of those not logged.
+  struct Throttled {
+    Clock::time_point last{};
+    size_t since = 0;
+    void warn(const std::string& peer, const std::string& why);
+  };
+  Throttled drops_, evictions_;
+  uint64_t refused_handshakes_ = 0;
 };
 
 }  // namespace rgpu::server

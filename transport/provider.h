@@ -37,6 +37,9 @@ class PendingConnection {
   virtual ~PendingConnection() = default;
   // Who connected, as far as is known before the handshake (for logs).
   virtual std::string peer() const = 0;
+  // Whom the daemon counts this connection under before it authenticates: known at phase 1 from
+  // the socket alone ("address 10.0.0.7" or an IPv6 /64 for TCP, "uid 1000" for shared memory).
+  virtual std::string source() const = 0;
   // Phase 2.  Throws TransportError (naming the peer and what went wrong) when the handshake
   // fails or does not finish within timeout_s seconds.  Call at most once.
   virtual std::unique_ptr<Connection> finish(int timeout_s) = 0;
@@ -68,6 +71,10 @@ class Provider {
   // Opens the daemon's listener for `local` (port 0: a free one, for a provider that has ports).
   // Throws TransportError.
   virtual std::unique_ptr<ProviderListener> listen(const Endpoint& local) const = 0;
+  // Whether a listener for `local` would accept connections from this machine only, decided
+  // before anything is bound (a co-located-only provider: always).  Throws TransportError when
+  // `local` does not resolve.
+  virtual bool listens_locally(const Endpoint& local) const = 0;
 };
 
 std::unique_ptr<Provider> make_tcp_provider();

@@ -117,4 +117,10 @@ std::vector<OpenListener> Registry::listen(const Endpoint& local,
   return out;
 }
 
+bool Registry::listens_locally(const Endpoint& local) const {
+  for (const auto& p : providers_)  // the same provider listen() opens first
+    if (!p->capabilities().co_located_only) return p->listens_locally(local);
+  return true;
+}
+
 }  // namespace rgpu::transport

@@ -56,6 +56,9 @@ class Registry {
   // addresses from; a co-located-only one that cannot listen is left out with a line in
   // `warnings`.
   std::vector<OpenListener> listen(const Endpoint& local, std::vector<std::string>& warnings) const;
+  // Whether every listener listen() would open for `local` accepts this machine only; asked
+  // before binding.  Throws TransportError when `local` does not resolve.
+  bool listens_locally(const Endpoint& local) const;
 
  private:
   std::vector<std::unique_ptr<Provider>> providers_;

@@ -170,7 +170,7 @@ TEST(IpcExports, SupervisorServesAdmittedSessionsAndDropsTheirExports) {
   DaemonConfig cfg;
   Supervisor sup(cfg, {});
   Pair a;
-  sup.add(4242, a.daemon, "test peer");
+  sup.add(4242, a.daemon, "test peer", "uid 0", true);
   a.daemon = -1;  // the supervisor owns it now
   auto serve_once = [&] {
     std::vector<pollfd> fds;

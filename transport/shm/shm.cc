@@ -464,7 +464,7 @@ std::unique_ptr<Listener> shm_listen(const std::string& name) {
   if (s < 0) throw TransportError(std::string("socket: ") + strerror(errno));
   socklen_t len;
   sockaddr_un a = abstract_address(name, len);
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(s, 64) != 0) {
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(s, SOMAXCONN) != 0) {
     int e = errno;
     close(s);
     throw TransportError("cannot listen on @" + name + ": " + strerror(e));

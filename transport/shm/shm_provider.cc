@@ -1,6 +1,7 @@
 // The shared-memory provider: reaches a rgpud on this machine through its abstract unix socket
 // @rgpud-<TCP port>.  Phase 1 of accepting takes the unix socket; phase 2 (in the session process)
 // receives, checks and maps the client's segment.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
@@ -13,11 +14,19 @@ namespace {
 
 class ShmPending final : public PendingConnection {
  public:
-  explicit ShmPending(int sock) : sock_(sock) {}
+  explicit ShmPending(int sock) : sock_(sock) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    // The kernel names the peer: a local user cannot pose as another.
+    source_ = getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0
+                  ? "uid " + std::to_string(cred.uid)
+                  : "uid ?";
+  }
   ~ShmPending() override {
     if (sock_ >= 0) ::close(sock_);
   }
-  std::string peer() const override { return "(shm)"; }
+  std::string peer() const override { return "(shm " + source_ + ")"; }
+  std::string source() const override { return source_; }
   std::unique_ptr<Connection> finish(int timeout_s) override {
     if (sock_ < 0) throw TransportError("a shared-memory connection was finished twice");
     int s = sock_;
@@ -27,6 +36,7 @@ class ShmPending final : public PendingConnection {
 
  private:
   int sock_;
+  std::string source_;
 };
 
 class ShmProviderListener final : public ProviderListener {
@@ -61,6 +71,7 @@ class ShmProvider final : public Provider {
   std::unique_ptr<ProviderListener> listen(const Endpoint& local) const override {
     return std::make_unique<ShmProviderListener>(shm_listen(shm_socket_name(local.port)));
   }
+  bool listens_locally(const Endpoint&) const override { return true; }
 };
 
 }  // namespace

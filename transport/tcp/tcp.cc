@@ -325,6 +325,37 @@ std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port, 
   throw TransportError("cannot connect to " + host + ":" + std::to_string(port) + ": " + last);
 }
 
+std::string tcp_source_key(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "address ?";
+  if (ss.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, text, sizeof text);
+    return std::string("address ") + text;
+  }
+  if (ss.ss_family != AF_INET6) return "address ?";
+  in6_addr a = reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(&a)) {
+    inet_ntop(AF_INET, a.s6_addr + 12, text, sizeof text);
+    return std::string("address ") + text;
+  }
+  memset(a.s6_addr + 8, 0, 8);  // the interface half: a host picks it freely
+  inet_ntop(AF_INET6, &a, text, sizeof text);
+  return std::string("address ") + text + "/64";
+}
+
+bool tcp_host_is_loopback(const std::string& host) {
+  AddrInfo ai;
+  resolve(host, 0, true, ai);
+  bool any = false;
+  for (addrinfo* a = ai.list; a; a = a->ai_next) {
+    if (!sockaddr_is_loopback(a->ai_addr)) return false;
+    any = true;
+  }
+  return any;
+}
+
 std::unique_ptr<Listener> tcp_listen(const std::string& host, uint16_t port) {
   AddrInfo ai;
   resolve(host, port, true, ai);
@@ -337,7 +368,7 @@ std::unique_ptr<Listener> tcp_listen(const std::string& host, uint16_t port) {
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0)
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0)
       return std::make_unique<TcpListener>(fd, sockaddr_is_loopback(a->ai_addr));
     last = errno_text(errno);
     ::close(fd);

@@ -14,6 +14,13 @@ namespace rgpu::transport {
 std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port, int timeout_s = 0);
 // Listens on host:port (port 0 picks a free one).  Throws TransportError.
 std::unique_ptr<Listener> tcp_listen(const std::string& host, uint16_t port);
+// The key under which rgpud counts a TCP peer's connections before they authenticate: "address "
+// and the peer's IPv4 address (a v4-mapped one as IPv4), or the /64 prefix of an IPv6 address (one
+// site's addresses, which a single host can change at will).  "address ?" when unknown.
+std::string tcp_source_key(int fd);
+// Whether every address `host` resolves to for listening is a loopback address (0.0.0.0, ::, a
+// public name: false).  Throws TransportError when it does not resolve.
+bool tcp_host_is_loopback(const std::string& host);
 // Wraps an already connected socket (takes ownership).
 std::unique_ptr<Connection> tcp_adopt(int fd, const std::string& peer);
 

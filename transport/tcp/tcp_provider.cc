@@ -10,8 +10,10 @@ namespace {
 
 class TcpPending final : public PendingConnection {
  public:
-  explicit TcpPending(std::unique_ptr<Connection> c) : conn_(std::move(c)) {}
+  explicit TcpPending(std::unique_ptr<Connection> c)
+      : conn_(std::move(c)), source_(tcp_source_key(conn_->fd())) {}
   std::string peer() const override { return conn_ ? conn_->peer() : "(taken)"; }
+  std::string source() const override { return source_; }
   std::unique_ptr<Connection> finish(int /*timeout_s*/) override {
     if (!conn_) throw TransportError("a TCP connection was finished twice");
     return std::move(conn_);
@@ -19,6 +21,7 @@ class TcpPending final : public PendingConnection {
 
  private:
   std::unique_ptr<Connection> conn_;
+  std::string source_;
 };
 
 class TcpProviderListener final : public ProviderListener {
@@ -52,6 +55,9 @@ class TcpProvider final : public Provider {
   }
   std::unique_ptr<ProviderListener> listen(const Endpoint& local) const override {
     return std::make_unique<TcpProviderListener>(tcp_listen(local.host, local.port));
+  }
+  bool listens_locally(const Endpoint& local) const override {
+    return tcp_host_is_loopback(local.host);
   }
 };
 
