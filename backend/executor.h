@@ -264,15 +264,19 @@ class Executor {
   // ---- ipc
   // CUDA IPC (server/ipc.cc): the mapping that holds `ptr` on `dev` as a shareable descriptor (a
   // new one, the caller's to close), with the mapping's base and size and what kind of descriptor
-  // it is; then, in another session, that descriptor mapped at `addr` (reserved address space of
-  // `dev`'s window, nothing mapped there) and unmapped again.
+  // it is; then, in another session, that descriptor's memory mapped at `addr` (reserved address
+  // space of `dev`'s window, `span` bytes: the mapping's size; nothing mapped there) so that
+  // [addr + offset, addr + offset + size) is the part of it that was exported, and unmapped again
+  // (ipc_mem_close, with `span`).  A backend maps as little of the span as it can: the cuda
+  // backend all of it (cuMemMap maps an allocation from its start), the host backend the pages
+  // that hold the exported part.
   virtual Status ipc_mem_export(int, uint64_t /*ptr*/, int& /*fd*/, uint64_t& /*base*/,
                                 uint64_t& /*size*/, uint32_t& /*kind*/) {
     return Status::fail(err::NotSupported,
                         "this backend cannot share memory with other sessions (CUDA IPC)");
   }
   virtual Status ipc_mem_import(int, int /*fd*/, uint32_t /*kind*/, uint64_t /*addr*/,
-                                uint64_t /*size*/) {
+                                uint64_t /*span*/, uint64_t /*offset*/, uint64_t /*size*/) {
     return Status::fail(err::NotSupported, "this backend cannot map another session's memory");
   }
   virtual Status ipc_mem_close(int, uint64_t /*addr*/, uint64_t /*size*/) {

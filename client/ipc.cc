@@ -1,5 +1,6 @@
 // CUDA IPC between client processes of one server (issue 11, item 8): the 64-byte handle and the
 // calls that export, open and close memory through the server (server/ipc.cc).
+#include <atomic>
 #include <cstring>
 
 #include "client/client.h"
@@ -13,8 +14,9 @@ namespace {
 
 uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// The handle: a tag, the server's token (its identity and the export id) and the offset of the
-// pointer in the exported mapping; the rest is zero.
+// The handle: a tag, the server's token (its identity and the export id) and an offset in the
+// exported allocation (0 from current servers: a handle names the allocation, and opening it
+// gives the allocation's start, as with CUDA); the rest is zero.
 constexpr char kTag[8] = {'r', 'g', 'p', 'u', 'I', 'P', 'C', '1'};
 constexpr size_t kTokenAt = 8, kOffsetAt = 40;
 static_assert(kOffsetAt + 8 <= Client::kIpcHandleBytes);
@@ -33,7 +35,15 @@ CudaError Client::ipc_get_mem_handle(void* ptr, uint8_t* handle) {
   if (!l) return e;
   IpcGetMemHandleRep rep;
   e = l->call<IpcGetMemHandleMsg>(IpcGetMemHandleReq{devices_[r->device].spec.gpu, u64(ptr)}, &rep);
-  if (e != err::Success) return e;
+  if (e != err::Success) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      LOG_ERROR(
+          "cudaIpcGetMemHandle of %p failed with error %d (RGPU_LOG=info shows the server's "
+          "reason, naming the limit when one refused it); later failures are not logged",
+          ptr, e);
+    return e;
+  }
   std::memset(handle, 0, kIpcHandleBytes);
   std::memcpy(handle, kTag, sizeof kTag);
   std::memcpy(handle + kTokenAt, rep.token.data(), rep.token.size());

@@ -10,9 +10,10 @@
 namespace rgpu::proto {
 
 // ---- ipc
-// Exports the device mapping that holds `ptr` on GPU `device` through rgpud (server/ipc_exports.h):
-// the token (rgpud's identity and the export id) and where `ptr` lies in the exported mapping.
-// The same mapping exported again gives the same token.
+// Exports the allocation that holds `ptr` on GPU `device` through rgpud (server/ipc_exports.h):
+// the token (rgpud's identity and the export id) and an offset, 0: a handle names the whole
+// allocation, as CUDA's do (cudaIpcOpenMemHandle returns its start).  The same allocation exported
+// again gives the same token while it lives; freeing it withdraws the export.
 struct IpcGetMemHandleReq {
   uint32_t device = 0;
   uint64_t ptr = 0;
@@ -24,7 +25,8 @@ struct IpcGetMemHandleRep {
   RGPU_FIELDS(token, offset)
 };
 // Maps another session's export inside address window `window` (its base; 0: the GPU's default
-// window) of GPU `device`.  `ptr` = the mapping's `base` + the handle's offset.
+// window) of GPU `device`.  [base, base + size) is the exported allocation, the only memory of
+// the import that requests may name; `ptr` = `base` + the handle's offset.
 struct IpcOpenMemHandleReq {
   uint32_t device = 0;
   uint64_t window = 0;
@@ -38,7 +40,7 @@ struct IpcOpenMemHandleRep {
   uint64_t size = 0;
   RGPU_FIELDS(ptr, base, size)
 };
-// Unmaps the import whose mapping starts at `base`.
+// Unmaps the import whose allocation starts at `base` (IpcOpenMemHandleRep::base).
 struct IpcCloseMemHandleReq {
   uint32_t device = 0;
   uint64_t base = 0;

@@ -117,15 +117,28 @@ void AddressWindows::unreserve(uint32_t dev, uint64_t addr, uint64_t size) {
   if (w.dev == dev && w.heap && w.heap->contains(addr)) w.heap->unreserve(addr, size);
 }
 
-Status AddressWindows::free(uint32_t dev, uint64_t ptr) {
+DeviceHeap* AddressWindows::heap_at(uint32_t dev, uint64_t ptr) const {
   auto it = windows_.upper_bound(ptr);
-  if (it != windows_.begin()) {
-    --it;
-    Window& w = it->second;
-    if (w.dev == dev && w.heap && w.heap->contains(ptr)) return w.heap->free(ptr);
-  }
+  if (it == windows_.begin()) return nullptr;
+  --it;
+  const Window& w = it->second;
+  return w.dev == dev && w.heap && w.heap->contains(ptr) ? w.heap.get() : nullptr;
+}
+
+Status AddressWindows::free(uint32_t dev, uint64_t ptr) {
+  if (DeviceHeap* heap = heap_at(dev, ptr)) return heap->free(ptr);
   return invalid("free of " + hex(ptr) + ", which is not in an address window of GPU " +
                  std::to_string(dev));
+}
+
+Status AddressWindows::share(uint32_t dev, uint64_t ptr, uint64_t& mapping, uint64_t& length) {
+  if (DeviceHeap* heap = heap_at(dev, ptr)) return heap->share(ptr, mapping, length);
+  return invalid(hex(ptr) + " is not in an address window of GPU " + std::to_string(dev));
+}
+
+bool AddressWindows::shared(uint32_t dev, uint64_t ptr) const {
+  const DeviceHeap* heap = heap_at(dev, ptr);
+  return heap && heap->shared(ptr);
 }
 
 void AddressWindows::release(uint64_t base, Window& w) {

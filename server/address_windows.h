@@ -40,6 +40,11 @@ class AddressWindows {
   uint64_t window_at(uint32_t dev, uint64_t ptr) const;
   // Frees the allocation starting at `ptr` on GPU `dev` (the caller synchronized the GPU).
   backend::Status free(uint32_t dev, uint64_t ptr);
+  // The allocation starting at `ptr` on GPU `dev` is shared with other processes: its mapping
+  // (`mapping`, `length`) is never handed out again (DeviceHeap::share).
+  backend::Status share(uint32_t dev, uint64_t ptr, uint64_t& mapping, uint64_t& length);
+  // Whether the allocation starting at `ptr` lies in a shared mapping (DeviceHeap::shared).
+  bool shared(uint32_t dev, uint64_t ptr) const;
   // Unmaps every allocation of GPU `dev` and releases its windows' reservations (cudaDeviceReset);
   // the windows stay named and are reserved again at their next allocation.
   void release_device(uint32_t dev);
@@ -68,6 +73,8 @@ class AddressWindows {
   void release(uint64_t base, Window& w);
   // The heap of `window` (0: GPU `dev`'s default), its range reserved at first use.
   backend::Status heap_of(uint32_t dev, uint64_t window, DeviceHeap*& heap);
+  // The heap of GPU `dev` whose window holds `ptr` (null: none, or not reserved).
+  DeviceHeap* heap_at(uint32_t dev, uint64_t ptr) const;
 
   backend::Executor& exec_;
   std::map<uint64_t, Window> windows_;  // by base

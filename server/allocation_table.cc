@@ -39,6 +39,17 @@ uint64_t AllocationTable::stamp_at(uint64_t p) const {
   return p - it->first < it->second.size ? it->second.stamp : 0;
 }
 
+bool AllocationTable::range_at(uint64_t p, uint64_t& base, uint64_t& size) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ranges_.upper_bound(p);
+  if (it == ranges_.begin()) return false;
+  --it;
+  if (p - it->first >= it->second.size) return false;
+  base = it->first;
+  size = it->second.size;
+  return true;
+}
+
 std::vector<uint64_t> AllocationTable::allocations() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> out;

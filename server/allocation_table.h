@@ -54,6 +54,8 @@ class AllocationTable {
   bool contains(uint64_t p, uint64_t size, uint64_t born_by = UINT64_MAX) const;
   // The stamp of the range that holds `p` (0: none).
   uint64_t stamp_at(uint64_t p) const;
+  // The range that holds `p`: false when none does.
+  bool range_at(uint64_t p, uint64_t& base, uint64_t& size) const;
   // The stamp of the newest range added so far (ranges are numbered as they are added).
   uint64_t stamp() const {
     std::lock_guard<std::mutex> lock(mu_);

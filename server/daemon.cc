@@ -1,8 +1,10 @@
 #include "server/daemon.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -108,6 +110,43 @@ bool drain_signals(int sigfd) {
   return stop;
 }
 
+// Raises the soft descriptor limit to the hard one (session processes, forks of the daemon,
+// inherit it) and returns the limit in force.
+uint64_t raise_fd_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) {
+    LOG_WARN("getrlimit(RLIMIT_NOFILE): %s; assuming 1024 descriptors", strerror(errno));
+    return 1024;
+  }
+  const auto was = static_cast<unsigned long long>(r.rlim_cur);
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit want = r;
+    want.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+      r = want;
+    else
+      LOG_WARN("cannot raise the descriptor limit from %llu to the hard limit %llu: %s", was,
+               static_cast<unsigned long long>(r.rlim_max), strerror(errno));
+  }
+  const auto now = static_cast<unsigned long long>(r.rlim_cur);
+  if (now != was)
+    LOG_NOTICE("descriptor limit %llu (raised from %llu to the hard limit)", now, was);
+  else
+    LOG_NOTICE("descriptor limit %llu%s", now, r.rlim_cur == r.rlim_max ? " (the hard limit)" : "");
+  return r.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(r.rlim_cur);
+}
+
+// Descriptors this process has open (from /proc; a guess without it).
+size_t open_fds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return 32;
+  size_t n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n > 0 ? n - 1 : 0;  // less the directory's own
+}
+
 std::string hostname() {
   char h[256] = {};
   gethostname(h, sizeof h - 1);
@@ -140,6 +179,7 @@ bool valid_gpu_list(const std::string& list, std::string& why) {
 }
 
 int run_daemon(const DaemonConfig& cfg) {
+  const uint64_t fd_limit = raise_fd_limit();
   std::optional<std::string> token;
   if (cfg.token_file) {
     std::string error;
@@ -303,6 +343,11 @@ int run_daemon(const DaemonConfig& cfg) {
     max_sessions = backend::HostLedger::kSlots;
   }
   sup.set_max_sessions(max_sessions);
+  // What IPC exports may keep open, so that accepting a client always finds descriptors.
+  const size_t ipc_budget = sup.set_fd_limit(fd_limit, open_fds());
+  if (cfg.client_max_ipc_exports == 0 || ipc_budget < cfg.client_max_ipc_exports)
+    LOG_NOTICE("CUDA IPC exports of all sessions together: at most %zu (%s)", ipc_budget,
+               sup.ipc_exports().limits().total_why.c_str());
 
   const pid_t daemon_pid = getpid();
   // Phase 2 of accepting, for a connection the budget admits: a session process of its own.  In

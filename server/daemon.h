@@ -42,6 +42,9 @@ struct DaemonConfig {
   uint64_t client_mem_limit = 0;  // device memory per session (0: none)
   size_t client_max_streams = 1024;
   size_t client_max_events = 65536;
+  // CUDA IPC exports (memory and event handles) rgpud keeps for one session at once, a descriptor
+  // each (0: no limit but the daemon's descriptor budget).
+  size_t client_max_ipc_exports = 256;
   int shutdown_timeout_ms = 5000;  // SIGTERM to sessions, SIGKILL after this
   int client_timeout_s = 30;       // a client stalled mid-frame or not reading ends its session
   int drain_limit_s = 10;          // GPU work still running this long after its client left ends

@@ -188,10 +188,20 @@ Status DeviceHeap::free(uint64_t ptr) {
   Live l = it->second;
   live_.erase(it);
   if (l.mapped) {
-    drop_mapping(ptr, l.mapped);
+    if (l.shared)
+      unmap_range(ptr, l.mapped);
+    else
+      drop_mapping(ptr, l.mapped);
     return Status::success();
   }
   Slab& slab = slabs_.at(l.slab);
+  if (slab.shared) {  // its blocks are not handed out again
+    if (--slab.used == 0) {
+      slabs_.erase(l.slab);
+      unmap_range(l.slab, slab_);
+    }
+    return Status::success();
+  }
   const uint64_t bs = block_size(slab.cls);
   if (slab.free_.empty()) partial_[slab.cls].insert(l.slab);
   slab.free_.push_back(static_cast<uint32_t>((ptr - l.slab) / bs));
@@ -201,6 +211,38 @@ Status DeviceHeap::free(uint64_t ptr) {
     drop_mapping(l.slab, slab_);
   }
   return Status::success();
+}
+
+Status DeviceHeap::share(uint64_t ptr, uint64_t& mapping, uint64_t& length) {
+  auto it = live_.find(ptr);
+  if (it == live_.end())
+    return Status::fail(err::InvalidValue,
+                        hex(ptr) + " is not the start of a live allocation of this window");
+  Live& l = it->second;
+  if (l.mapped) {
+    l.shared = true;
+    mapping = ptr;
+    length = l.mapped;
+    return Status::success();
+  }
+  Slab& slab = slabs_.at(l.slab);
+  if (!slab.shared) {
+    slab.shared = true;
+    partial_[slab.cls].erase(l.slab);
+    slab.free_.clear();
+    slab.free_.shrink_to_fit();
+  }
+  mapping = l.slab;
+  length = slab_;
+  return Status::success();
+}
+
+bool DeviceHeap::shared(uint64_t ptr) const {
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return false;
+  if (it->second.mapped) return it->second.shared;
+  auto s = slabs_.find(it->second.slab);
+  return s != slabs_.end() && s->second.shared;
 }
 
 void DeviceHeap::release_all() {

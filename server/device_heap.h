@@ -12,6 +12,12 @@
 // session an allocation and free memory reads as after cudaFree; other processes on the same GPU
 // may find up to kSpareMax per window held until then.
 //
+// A mapping that holds memory shared with other processes (an IPC export, share()) is never
+// handed out again: no block is carved from its slab any more, its freed blocks are not reused,
+// and it is unmapped, not kept as a spare, once its last allocation is freed.  So memory
+// allocated after an export never lies in the exported mapping, and memory freed after it never
+// comes back to this process at an address another process can still reach.
+//
 // The heap only does bookkeeping and calls its Mapper; it knows nothing of CUDA, and the unit
 // tests drive it with a fake.  Not thread-safe (a session's dispatcher owns it).
 #pragma once
@@ -58,6 +64,12 @@ class DeviceHeap {
   void release_all();
   // Unmaps the spares (memory freed by the program but kept mapped for reuse).
   void trim();
+  // The live allocation starting at `ptr` is shared with other processes (see above); `mapping`
+  // and `length` are the mapping that holds it.  InvalidValue when `ptr` is not the start of a
+  // live allocation.
+  backend::Status share(uint64_t ptr, uint64_t& mapping, uint64_t& length);
+  // Whether the live allocation starting at `ptr` lies in a shared mapping (false for none).
+  bool shared(uint64_t ptr) const;
 
   uint64_t base() const { return base_; }
   uint64_t size() const { return size_; }
@@ -74,10 +86,12 @@ class DeviceHeap {
     int cls = 0;                  // size class: block = kAlign << cls
     uint32_t used = 0;            // blocks handed out
     std::vector<uint32_t> free_;  // block indices not handed out
+    bool shared = false;          // holds shared memory: no block is handed out any more
   };
   struct Live {
     uint64_t mapped = 0;  // > 0: a large allocation's own mapping of this many bytes
     uint64_t slab = 0;    // else the slab it was carved from
+    bool shared = false;  // a large allocation's mapping holds shared memory
   };
   static int class_of(uint64_t size);
   uint64_t block_size(int cls) const { return kAlign << cls; }

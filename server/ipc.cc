@@ -1,11 +1,14 @@
 // CUDA IPC between client processes of one rgpud: the handlers of the ipc group.  The exporting
-// session hands its mapping's descriptor to rgpud (server/ipc_exports.h) and gets a token; an
-// importing session of the same rgpud gets the descriptor back and maps it inside its own client's
-// address window, so the importer sees the memory at an address of its own.
-#include <sys/stat.h>
+// session hands its mapping's descriptor to rgpud (server/ipc_exports.h), naming the allocation
+// in it, and gets a token; an importing session of the same rgpud gets the descriptor back and
+// maps it inside its own client's address window, so the importer sees the memory at an address
+// of its own, and its requests may name that allocation only.  An export lives as long as its
+// allocation: a free withdraws it (revoke_ipc_export), and the heap never hands the mapping out
+// again (DeviceHeap::share), so a handle never reaches memory allocated after it was made.
 #include <unistd.h>
 
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "common/log.h"
@@ -34,41 +37,89 @@ Status Session::on(IpcGetMemHandleMsg, const IpcGetMemHandleReq& q, IpcGetMemHan
   if (config_.control < 0)
     return Status::fail(err::NotSupported,
                         "CUDA IPC needs rgpud's session processes (this server has no daemon)");
-  if (!allocs_[q.device].contains(q.ptr, 1))
+  // A handle names the allocation that holds the pointer, as CUDA's do.
+  uint64_t start = 0, size = 0;
+  if (!allocs_[q.device].range_at(q.ptr, start, size))
     return Status::fail(err::InvalidValue,
                         "cudaIpcGetMemHandle of " + hex(q.ptr) + ", which is not device memory " +
                             "of this session on GPU " + std::to_string(q.device));
+  rep.offset = 0;
+  const auto key = std::make_pair(q.device, start);
+  if (auto it = ipc_tokens_.find(key); it != ipc_tokens_.end()) {
+    rep.token = it->second;  // exported before: the same handle
+    return Status::success();
+  }
   int fd = -1;
-  uint64_t base = 0, size = 0;
+  uint64_t base = 0, span = 0;
   uint32_t kind = 0;
-  if (Status s = exec_.ipc_mem_export(static_cast<int>(q.device), q.ptr, fd, base, size, kind);
+  if (Status s = exec_.ipc_mem_export(static_cast<int>(q.device), start, fd, base, span, kind);
       !s.ok())
     return s;
-  rep.offset = q.ptr - base;
-  // The same memory exported again gives the same handle; memory freed and mapped anew at the
-  // same address (another file behind it) gets a new export, and the old one is withdrawn.
-  struct stat st {};
-  fstat(fd, &st);
-  auto key = std::make_pair(q.device, base);
-  if (auto it = ipc_tokens_.find(key); it != ipc_tokens_.end()) {
-    if (it->second.inode == st.st_ino) {
-      close(fd);
-      rep.token = it->second.token;
-      return Status::success();
-    }
-    ipc_revoke(config_.control, it->second.token);
-    ipc_tokens_.erase(it);
+  if (start < base || size > span || start - base > span - size) {
+    close(fd);
+    return Status::fail(err::Unknown, "the backend's mapping of " + hex(start) +
+                                          " does not hold its allocation of " +
+                                          std::to_string(size) + " bytes");
   }
+  // rgpud keeps the descriptor of the whole mapping; the export names the allocation in it, and
+  // the importer's requests may name nothing else.
   IpcToken token{};
-  std::string why = ipc_export(config_.control, fd,
-                               IpcMeta{0, size, static_cast<int32_t>(q.device), kind}, token);
+  std::string why =
+      ipc_export(config_.control, fd,
+                 IpcMeta{start - base, size, static_cast<int32_t>(q.device), kind, span}, token);
   close(fd);
   if (!why.empty())
     return Status::fail(err::MemoryAllocation,
                         "cannot export memory at " + hex(q.ptr) + " through rgpud: " + why);
-  ipc_tokens_[key] = IpcExportRecord{token, st.st_ino};
+  // The mapping is shared memory now: nothing allocated later may lie in it.
+  Status s;
+  {
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
+    uint64_t mapping = 0, length = 0;
+    s = windows_.share(q.device, start, mapping, length);
+  }
+  if (!s.ok()) {
+    ipc_revoke(config_.control, token);
+    return Status::fail(err::InvalidValue, "cudaIpcGetMemHandle of " + hex(q.ptr) +
+                                               ": only memory from cudaMalloc or "
+                                               "cudaMallocAsync can be exported (" +
+                                               s.message + ")");
+  }
+  ipc_tokens_[key] = token;
   rep.token = token;
   return Status::success();
+}
+
+bool Session::revoke_ipc_export(uint32_t dev, uint64_t ptr) {
+  auto it = ipc_tokens_.find({dev, ptr});
+  if (it == ipc_tokens_.end()) return false;
+  // From now on the handle opens nothing: the memory may not follow the allocation's end.
+  if (std::string why = ipc_revoke(config_.control, it->second); !why.empty())
+    LOG_WARN("withdrawing the IPC export of %s failed: %s", hex(ptr).c_str(), why.c_str());
+  ipc_tokens_.erase(it);
+  return true;
+}
+
+void Session::revoke_ipc_exports(uint32_t dev) {
+  for (auto it = ipc_tokens_.begin(); it != ipc_tokens_.end();) {
+    auto next = std::next(it);
+    if (it->first.first == dev) revoke_ipc_export(dev, it->first.second);
+    it = next;
+  }
+  for (auto it = ipc_event_tokens_.begin(); it != ipc_event_tokens_.end();) {
+    auto next = std::next(it);
+    if (it->second.first == dev) revoke_ipc_event(it->first);
+    it = next;
+  }
+}
+
+void Session::revoke_ipc_event(uint64_t id) {
+  auto it = ipc_event_tokens_.find(id);
+  if (it == ipc_event_tokens_.end()) return;
+  if (std::string why = ipc_revoke(config_.control, it->second.second); !why.empty())
+    LOG_WARN("withdrawing the IPC export of event %llu failed: %s",
+             static_cast<unsigned long long>(id), why.c_str());
+  ipc_event_tokens_.erase(it);
 }
 
 Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMemHandleRep& rep) {
@@ -83,6 +134,7 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
     LOG_WARN("cudaIpcOpenMemHandle refused: %s", why.c_str());
     return Status::fail(kInvalidResourceHandle, why);
   }
+  // rgpud checked that [offset, offset + size) lies inside the span.
   if (q.offset >= meta.size) {
     close(fd);
     return Status::fail(kInvalidResourceHandle, "the IPC handle's offset " + hex(q.offset) +
@@ -93,22 +145,25 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
   Status s;
   {
     std::lock_guard<std::timed_mutex> lock(heap_mu_);
-    s = windows_.reserve(q.device, q.window, meta.size, addr);
+    s = windows_.reserve(q.device, q.window, meta.span, addr);
   }
   if (s.ok()) {
-    s = exec_.ipc_mem_import(static_cast<int>(q.device), fd, meta.kind, addr, meta.size);
+    s = exec_.ipc_mem_import(static_cast<int>(q.device), fd, meta.kind, addr, meta.span,
+                             meta.offset, meta.size);
     if (!s.ok()) {
       std::lock_guard<std::timed_mutex> lock(heap_mu_);
-      windows_.unreserve(q.device, addr, meta.size);
+      windows_.unreserve(q.device, addr, meta.span);
     }
   }
   close(fd);
   if (!s.ok()) return s;
-  ipc_imports_[addr] = IpcImport{q.device, meta.size};
-  allocs_[q.device].add(addr, meta.size, /*freeable=*/false);  // requests may use it
-  rep.base = addr;
+  // Requests may name the exported allocation, and nothing else of the mapping.
+  const uint64_t start = addr + meta.offset;
+  ipc_imports_[start] = IpcImport{q.device, addr, meta.span};
+  allocs_[q.device].add(start, meta.size, /*freeable=*/false);
+  rep.base = start;
   rep.size = meta.size;
-  rep.ptr = addr + q.offset;
+  rep.ptr = start + q.offset;
   return Status::success();
 }
 
@@ -118,11 +173,12 @@ Status Session::on(IpcCloseMemHandleMsg, const IpcCloseMemHandleReq& q, Empty&) 
   if (it == ipc_imports_.end() || it->second.device != q.device)
     return Status::fail(err::InvalidValue,
                         "no memory opened with cudaIpcOpenMemHandle at " + hex(q.base));
-  if (Status s = exec_.ipc_mem_close(static_cast<int>(q.device), q.base, it->second.size); !s.ok())
+  const IpcImport im = it->second;
+  if (Status s = exec_.ipc_mem_close(static_cast<int>(q.device), im.map, im.span); !s.ok())
     return s;
   {
     std::lock_guard<std::timed_mutex> lock(heap_mu_);
-    windows_.unreserve(q.device, q.base, it->second.size);
+    windows_.unreserve(q.device, im.map, im.span);
   }
   allocs_[q.device].remove(q.base);
   ipc_imports_.erase(it);
@@ -135,12 +191,10 @@ void Session::close_ipc_imports(uint32_t dev) {
       ++it;
       continue;
     }
-    exec_.ipc_mem_close(static_cast<int>(dev), it->first, it->second.size);
+    exec_.ipc_mem_close(static_cast<int>(dev), it->second.map, it->second.span);
     allocs_[dev].remove(it->first);
     it = ipc_imports_.erase(it);
   }
-  for (auto it = ipc_tokens_.begin(); it != ipc_tokens_.end();)
-    it = it->first.first == dev ? ipc_tokens_.erase(it) : std::next(it);
 }
 
 }  // namespace rgpu::server

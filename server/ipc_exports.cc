@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "common/log.h"
 
@@ -116,6 +117,28 @@ IpcExports::~IpcExports() {
   for (auto& [id, e] : exports_) close(e.fd);
 }
 
+std::string IpcExports::over_limit(pid_t owner) const {
+  const size_t mine = size_of(owner);
+  if (limits_.per_session && mine >= limits_.per_session)
+    return "rgpud already keeps " + std::to_string(mine) +
+           " IPC exports of this session, its limit (--client-max-ipc-exports " +
+           std::to_string(limits_.per_session) +
+           "); an export ends when its memory is freed or its event destroyed";
+  if (exports_.size() >= limits_.total)
+    return "rgpud keeps " + std::to_string(exports_.size()) +
+           " IPC exports of all sessions, each an open descriptor, as many as its descriptor "
+           "limit allows (" +
+           limits_.total_why + ")";
+  return "";
+}
+
+IpcExports::Exports::iterator IpcExports::erase(Exports::iterator it) {
+  close(it->second.fd);
+  auto n = per_owner_.find(it->second.owner);
+  if (n != per_owner_.end() && --n->second == 0) per_owner_.erase(n);
+  return exports_.erase(it);
+}
+
 std::string IpcExports::do_export(pid_t owner, const char* msg, size_t n, int fd, IpcToken& token) {
   if (fd < 0) return "an IPC export came without the memory's descriptor";
   if (n != 1 + sizeof(IpcMeta)) return "an IPC export request has the wrong size";
@@ -123,11 +146,21 @@ std::string IpcExports::do_export(pid_t owner, const char* msg, size_t n, int fd
   memcpy(&e.meta, msg + 1, sizeof e.meta);
   if (e.meta.size == 0 || e.meta.offset > UINT64_MAX - e.meta.size)
     return "an IPC export names an empty or overflowing range";
+  if (e.meta.span == 0) e.meta.span = e.meta.offset + e.meta.size;
+  if (e.meta.span < e.meta.offset + e.meta.size)
+    return "an IPC export's range ends beyond the memory it names";
+  if (std::string why = over_limit(owner); !why.empty()) {
+    if (warned_.insert(owner).second)
+      LOG_WARN("session process %d: IPC export refused (further refusals not logged): %s",
+               static_cast<int>(owner), why.c_str());
+    return why;
+  }
   Id id;
   do {
     random_bytes(id.data(), id.size());
   } while (exports_.count(id));
   exports_.emplace(id, e);
+  ++per_owner_[owner];
   memcpy(token.data(), identity_.data(), 16);
   memcpy(token.data() + 16, id.data(), 16);
   return "";
@@ -144,7 +177,8 @@ std::string IpcExports::do_import(const char* msg, size_t n, const Export*& foun
   auto it = exports_.find(id);
   if (it == exports_.end())
     return "the IPC handle's export " + hex(id.data(), 16) +
-           " does not exist (its session ended or closed it)";
+           " does not exist (its memory was freed or its event destroyed, or its session ended "
+           "or reset the device)";
   found = &it->second;
   return "";
 }
@@ -157,8 +191,7 @@ std::string IpcExports::do_revoke(pid_t owner, const char* msg, size_t n) {
   auto it = exports_.find(id);
   if (it == exports_.end() || it->second.owner != owner)
     return "no IPC export " + hex(id.data(), 16) + " of this session";
-  close(it->second.fd);
-  exports_.erase(it);
+  erase(it);
   return "";
 }
 
@@ -199,17 +232,15 @@ void IpcExports::serve(pid_t owner, int sock, const char* msg, size_t n, int fd)
 void IpcExports::close_all() {
   for (auto& [id, e] : exports_) close(e.fd);
   exports_.clear();
+  per_owner_.clear();
+  warned_.clear();
 }
 
 void IpcExports::drop_owner(pid_t owner) {
-  for (auto it = exports_.begin(); it != exports_.end();) {
-    if (it->second.owner == owner) {
-      close(it->second.fd);
-      it = exports_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  warned_.erase(owner);
+  if (!per_owner_.count(owner)) return;
+  for (auto it = exports_.begin(); it != exports_.end();)
+    it = it->second.owner == owner ? erase(it) : std::next(it);
 }
 
 std::string ipc_export(int control, int fd, const IpcMeta& meta, IpcToken& token, int timeout_ms) {

@@ -50,6 +50,9 @@ void usage(FILE* out) {
       "  --client-mem-limit SIZE  device memory one session may hold (default: no limit)\n"
       "  --client-max-streams N   streams one session may have (default 1024; 0: no limit)\n"
       "  --client-max-events N    events one session may have (default 65536; 0: no limit)\n"
+      "  --client-max-ipc-exports N  CUDA IPC handles (memory and events) rgpud keeps for one\n"
+      "                        session at once, an open descriptor each (default 256; 0: no\n"
+      "                        limit but rgpud's descriptor budget, see the README)\n"
       "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
       "                        (default 5)\n"
       "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
@@ -196,6 +199,8 @@ int main(int argc, char** argv) {
       cfg.client_max_streams = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
     } else if (a == "--client-max-events") {
       cfg.client_max_events = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
+    } else if (a == "--client-max-ipc-exports") {
+      cfg.client_max_ipc_exports = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
     } else if (a == "--shutdown-timeout") {
       cfg.shutdown_timeout_ms = seconds_option(a, value());
     } else if (a == "--host-kernels") {

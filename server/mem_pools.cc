@@ -72,9 +72,10 @@ bool MemPools::complete(uint32_t dev, Cached& c) {
 }
 
 void MemPools::shrink(uint32_t dev, Pool& p, uint64_t keep) {
-  for (size_t i = 0; i < p.cache.size() && p.reserved > keep;) {
+  for (size_t i = 0; i < p.cache.size();) {
     Cached& c = p.cache[i];
-    if (!complete(dev, c)) {
+    // Blocks that may not be handed out again go whatever `keep` says.
+    if ((p.reserved <= keep && reusable(dev, c)) || !complete(dev, c)) {
       ++i;
       continue;
     }
@@ -114,7 +115,7 @@ Status MemPools::alloc(uint32_t dev, uint64_t id, uint64_t window, uint64_t stre
   int best = -1;
   for (size_t i = 0; i < p->cache.size(); ++i) {
     Cached& c = p->cache[i];
-    if (!fits(c.size, size)) continue;
+    if (!fits(c.size, size) || !reusable(dev, c)) continue;
     if (c.stream != stream && !(p->opportunistic && complete(dev, c))) continue;
     if (best < 0 || c.size < p->cache[static_cast<size_t>(best)].size) best = static_cast<int>(i);
   }
@@ -147,7 +148,7 @@ Status MemPools::alloc(uint32_t dev, uint64_t id, uint64_t window, uint64_t stre
   if (p->internal)
     for (size_t i = 0; i < p->cache.size(); ++i) {
       Cached& c = p->cache[i];
-      if (c.size < size) continue;
+      if (c.size < size || !reusable(dev, c)) continue;
       if (c.event && !ops_.wait(dev, stream, c.event).ok()) continue;
       take(*p, i, ptr, size, dev);
       live_[{dev, ptr}].pool = id;

@@ -37,6 +37,10 @@ struct PoolOps {
   std::function<bool(uint32_t dev, uint64_t event)> done;     // completed (or failed)
   std::function<void(uint32_t dev, uint64_t event)> release;  // the event is no longer needed
   std::function<backend::Status(uint32_t dev, uint64_t stream, uint64_t event)> wait;
+  // Whether a freed block may be handed out again (not when its memory was shared with another
+  // process: server/device_heap.h); unset: always.  Blocks that may not be go back to the heap
+  // once their frees completed, whatever the release threshold.
+  std::function<bool(uint32_t dev, uint64_t ptr)> reusable;
 };
 
 class MemPools {
@@ -100,6 +104,9 @@ class MemPools {
   using Key = std::pair<uint32_t, uint64_t>;  // (GPU, pool id)
   Pool* find(uint32_t dev, uint64_t id, backend::Status& s);
   bool complete(uint32_t dev, Cached& c);  // releases the event once it completed
+  bool reusable(uint32_t dev, const Cached& c) const {
+    return !ops_.reusable || ops_.reusable(dev, c.ptr);
+  }
   // Gives completed cached blocks back until reserved <= keep.
   void shrink(uint32_t dev, Pool& p, uint64_t keep);
   void drop_if_unused(const Key& k);

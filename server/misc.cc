@@ -67,6 +67,11 @@ Status Session::on(IpcGetEventHandleMsg, const IpcGetEventHandleReq& q, IpcGetEv
                         "CUDA IPC needs rgpud's session processes (this server has no daemon)");
   uint64_t h = 0;
   if (Status s = event_of(q.device, q.event, h); !s.ok()) return s;
+  // An export belongs to its event: exported again, the same handle; destroyed, withdrawn.
+  if (auto it = ipc_event_tokens_.find(q.event); it != ipc_event_tokens_.end()) {
+    rep.token = it->second.second;
+    return Status::success();
+  }
   int fd = -1;
   uint32_t kind = 0;
   if (Status s = exec_.ipc_event_export(static_cast<int>(q.device), h, fd, kind); !s.ok()) return s;
@@ -83,6 +88,7 @@ Status Session::on(IpcGetEventHandleMsg, const IpcGetEventHandleReq& q, IpcGetEv
   close(fd);
   if (!why.empty())
     return Status::fail(err::MemoryAllocation, "cannot export an event through rgpud: " + why);
+  ipc_event_tokens_[q.event] = {q.device, rep.token};
   return Status::success();
 }
 

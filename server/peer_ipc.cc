@@ -304,7 +304,7 @@ bool PeerImports::apply(int dev, uint32_t remote_dev, uint64_t near, uint64_t ex
     uint64_t a = 0;
     Status s = hooks_.reserve(static_cast<int>(local), near, rep.size, a);
     if (s.ok()) {
-      s = exec_.ipc_mem_import(static_cast<int>(local), fd, rep.kind, a, rep.size);
+      s = exec_.ipc_mem_import(static_cast<int>(local), fd, rep.kind, a, rep.size, 0, rep.size);
       if (!s.ok()) hooks_.unreserve(static_cast<int>(local), a, rep.size);
     }
     ::close(fd);

@@ -31,13 +31,25 @@ std::string hex(uint64_t v) {
 MemPools& Session::pools() {
   if (pools_) return *pools_;
   PoolOps ops;
+  // heap_mu_: a waiter may be freeing (drain_frees) meanwhile.
   ops.heap_alloc = [this](uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr) {
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
     return windows_.alloc(dev, window, size, ptr);
   };
   ops.heap_free = [this](uint32_t dev, uint64_t ptr) {
-    if (Status s = windows_.free(dev, ptr); !s.ok())
+    Status s;
+    {
+      std::lock_guard<std::timed_mutex> lock(heap_mu_);
+      s = windows_.free(dev, ptr);
+    }
+    if (!s.ok())
       LOG_WARN("returning pool memory at %s to the heap failed: %s", hex(ptr).c_str(),
                s.message.c_str());
+  };
+  // A block in a mapping shared through CUDA IPC is not handed out again (DeviceHeap::share).
+  ops.reusable = [this](uint32_t dev, uint64_t ptr) {
+    std::lock_guard<std::timed_mutex> lock(heap_mu_);
+    return !windows_.shared(dev, ptr);
   };
   ops.record = [this](uint32_t dev, uint64_t stream, uint64_t& event) {
     const int d = static_cast<int>(dev);
@@ -91,7 +103,10 @@ Status Session::on(FreeAsyncMsg, const FreeAsyncReq& q, Empty&) {
   if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   uint64_t size = 0;
   Status s = pools().free(q.device, q.ptr, stream, size);
-  if (s.ok()) allocs_[q.device].remove(q.ptr);
+  if (s.ok()) {
+    allocs_[q.device].remove(q.ptr);
+    revoke_ipc_export(q.device, q.ptr);  // cudaMemPoolExportPointer's handle opens nothing now
+  }
   return s;
 }
 

@@ -536,6 +536,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
     peer_copier_->forget_device(dev);
   }
   close_ipc_imports(q.device);
+  revoke_ipc_exports(q.device);  // the device's memory goes: so do its handles
   close_vmm(q.device);
   windows_.release_device(q.device);
   if (pools_) pools_->forget_device(q.device);
@@ -606,7 +607,8 @@ Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (!allocs_[q.device].is_base(q.ptr))
     return invalid("free of a pointer that is not an allocation");
-  allocs_[q.device].remove(q.ptr);  // later requests may not use it
+  allocs_[q.device].remove(q.ptr);     // later requests may not use it
+  revoke_ipc_export(q.device, q.ptr);  // nor may a handle of it open anything any more
   defer_free(static_cast<int>(q.device), q.ptr, current_->header);
   return Status::success();
 }

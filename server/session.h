@@ -388,19 +388,25 @@ class Session {
   // ---- pools (server/pools.cc): stream-ordered allocation, created at first use
   MemPools& pools();
   std::unique_ptr<MemPools> pools_;
-  // ---- ipc (server/ipc.cc): CUDA IPC between sessions of one rgpud
+  // ---- ipc (server/ipc.cc): CUDA IPC between sessions of one rgpud.  An export belongs to one
+  // allocation: freeing it (cudaFree, cudaFreeAsync, a device reset) withdraws the export from
+  // rgpud, and its mapping is never handed out again (DeviceHeap::share).
   struct IpcImport {
     uint32_t device;
-    uint64_t size;
+    uint64_t map;   // the mapping's reserved range: [map, map + span)
+    uint64_t span;  // the exported allocation is [key, key + its size) inside it
   };
   void close_ipc_imports(uint32_t dev);  // cudaDeviceReset, session end
-  struct IpcExportRecord {
-    std::array<uint8_t, 32> token;
-    uint64_t inode;  // of the file behind the exported mapping
-  };
-  // Exports by (GPU, mapping base).
-  std::map<std::pair<uint32_t, uint64_t>, IpcExportRecord> ipc_tokens_;
-  std::map<uint64_t, IpcImport> ipc_imports_;  // by mapping base
+  // Withdraws the export of the allocation starting at `ptr` (it is being freed); false when it
+  // was never exported.
+  bool revoke_ipc_export(uint32_t dev, uint64_t ptr);
+  void revoke_ipc_exports(uint32_t dev);  // cudaDeviceReset (memory and events)
+  void revoke_ipc_event(uint64_t id);     // the event with the client's id `id` is destroyed
+  // Exports by (GPU, allocation start): the token.
+  std::map<std::pair<uint32_t, uint64_t>, std::array<uint8_t, 32>> ipc_tokens_;
+  // Event exports by the client's event id: its GPU and the token (server/misc.cc).
+  std::map<uint64_t, std::pair<uint32_t, std::array<uint8_t, 32>>> ipc_event_tokens_;
+  std::map<uint64_t, IpcImport> ipc_imports_;  // by the imported allocation's start
   // ---- vmm (server/vmm.cc): the program's virtual memory management.  Physical allocations by
   // the client's handle (references: the program's plus one per mapping), reservations and
   // mappings by start address.  Mapped ranges enter allocs_ (joinable, not freeable) for each GPU

@@ -133,6 +133,7 @@ Status Session::on(EventDestroyMsg, const ObjectReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = event_of(q.device, q.id, h); !s.ok()) return s;
   events_.erase(q.id);
+  revoke_ipc_event(q.id);  // its handle opens nothing any more
   // A waiter synchronizing it destroys it when done (CUDA: released once complete).
   if (destroy_when_unheld(static_cast<int>(q.device), h)) return Status::success();
   return exec_.event_destroy(static_cast<int>(q.device), h);

@@ -15,7 +15,30 @@
 namespace rgpu::server {
 
 Supervisor::Supervisor(const DaemonConfig& cfg, std::vector<backend::HostLedger*> ledgers)
-    : cfg_(cfg), ledgers_(std::move(ledgers)), max_sessions_(cfg.max_sessions) {}
+    : cfg_(cfg), ledgers_(std::move(ledgers)), max_sessions_(cfg.max_sessions) {
+  IpcLimits l;
+  l.per_session = cfg.client_max_ipc_exports;
+  ipc_.set_limits(std::move(l));
+}
+
+size_t Supervisor::set_fd_limit(uint64_t limit, size_t open_now) {
+  const uint64_t sessions = static_cast<uint64_t>(std::max(max_sessions_, 0));
+  const uint64_t handshakes = static_cast<uint64_t>(std::max(cfg_.max_handshakes, 0));
+  // Sessions: a control socket and a peer inbox; NVML query links (as many again): a control
+  // socket; connections in their handshake: a control socket.
+  const uint64_t reserve = open_now + 3 * sessions + handshakes + kFdSlack;
+  const size_t budget = limit > reserve ? static_cast<size_t>(limit - reserve) : 0;
+  IpcLimits l = ipc_.limits();
+  l.total = budget;
+  l.total_why = "rgpud's descriptor limit " + std::to_string(limit) + " less " +
+                std::to_string(reserve) + " kept for " + std::to_string(sessions) +
+                " sessions (--max-sessions), as many NVML links, " + std::to_string(handshakes) +
+                " handshakes (--max-handshakes) and its own " +
+                std::to_string(open_now + kFdSlack) +
+                "; raise rgpud's hard limit (ulimit -Hn) or lower those";
+  ipc_.set_limits(std::move(l));
+  return budget;
+}
 
 void Supervisor::add(pid_t pid, int control, std::string peer, std::string source, bool local) {
   Child c;

@@ -22,6 +22,14 @@ class Supervisor {
   Supervisor(const DaemonConfig& cfg, std::vector<backend::HostLedger*> ledgers);
 
   void set_max_sessions(int n) { max_sessions_ = n; }
+  // The daemon may have `limit` descriptors open and has `open_now` (listeners, signalfd, ...).
+  // CUDA IPC exports, one kept descriptor each, may use what is left once room is reserved for
+  // everything else the daemon may have to hold at its limits: per session its control socket and
+  // peer inbox, per NVML query link and per handshake a control socket, and kFdSlack for the
+  // client being accepted (its connection and socketpair) and what the daemon opens briefly.
+  // Returns that budget (0: no exports fit).  Call after set_max_sessions.
+  size_t set_fd_limit(uint64_t limit, size_t open_now);
+  static constexpr size_t kFdSlack = 64;
   // A new session process, in its handshake; `control` is the daemon's end of its control socket.
   // `source` is whom it counts under before it authenticates (PendingConnection::source), `local`
   // whether it came over a co-located transport (shared memory).

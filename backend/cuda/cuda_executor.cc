@@ -181,12 +181,14 @@ class CudaExecutor final : public Executor {
     kind = kCudaIpcKind;
     return cuda_ipc_export(drv_, ptr, fd, base, size);
   }
-  Status ipc_mem_import(int dev, int fd, uint32_t kind, uint64_t addr, uint64_t size) override {
+  Status ipc_mem_import(int dev, int fd, uint32_t kind, uint64_t addr, uint64_t span, uint64_t,
+                        uint64_t) override {
     if (kind != kCudaIpcKind)
       return Status::fail(err::InvalidValue,
                           "the IPC handle's memory comes from another kind of backend");
     if (Status s = use(dev); !s.ok()) return s;
-    return cuda_ipc_import(drv_, dev_[dev], fd, addr, size);
+    // cuMemMap maps a cuMemCreate allocation from offset 0: the whole span.
+    return cuda_ipc_import(drv_, dev_[dev], fd, addr, span);
   }
   Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     if (Status s = use(dev); !s.ok()) return s;

@@ -171,9 +171,10 @@ class HostExecutor final : public Executor {
                             "host backend: the GPU's streams stay busy; memory not shared now");
     }
   }
-  Status ipc_mem_import(int, int fd, uint32_t kind, uint64_t addr, uint64_t size) override {
+  Status ipc_mem_import(int, int fd, uint32_t kind, uint64_t addr, uint64_t span, uint64_t offset,
+                        uint64_t size) override {
     std::lock_guard<std::mutex> lock(mem_mu_);
-    return ipc_.import(fd, kind, addr, size);
+    return ipc_.import(fd, kind, addr, span, offset, size);
   }
   Status ipc_mem_close(int dev, uint64_t addr, uint64_t size) override {
     streams_[dev]->synchronize();

@@ -67,38 +67,44 @@ void HostIpc::forget(uint64_t base) {
   shared_.erase(it);
 }
 
-Status HostIpc::import(int fd, uint32_t kind, uint64_t addr, uint64_t size) {
+Status HostIpc::import(int fd, uint32_t kind, uint64_t addr, uint64_t span, uint64_t offset,
+                       uint64_t size) {
   if (kind != kKind)
     return Status::fail(err::InvalidValue,
                         "the IPC handle's memory comes from another kind of backend");
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < size)
+  if (size == 0 || offset > span || size > span - offset || addr % page || fstat(fd, &st) != 0 ||
+      static_cast<uint64_t>(st.st_size) < span)
     return Status::fail(err::InvalidValue, "the IPC export's memory is smaller than it claims");
-  void* p = mmap(reinterpret_cast<void*>(addr), size, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-  if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != addr) {
+  const uint64_t lo = offset / page * page;
+  const uint64_t hi = (offset + size + page - 1) / page * page;  // <= span: a page multiple
+  void* want = reinterpret_cast<void*>(addr + lo);
+  void* p = mmap(want, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd,
+                 static_cast<off_t>(lo));
+  if (p == MAP_FAILED || p != want) {
     int e = errno;
-    if (p != MAP_FAILED) munmap(p, size);
+    if (p != MAP_FAILED) munmap(p, hi - lo);
     return Status::fail(err::MemoryAllocation, "host backend: cannot map an IPC import of " +
-                                                   std::to_string(size) + " bytes at " + hex(addr) +
-                                                   ": " +
+                                                   std::to_string(size) + " bytes at " +
+                                                   hex(addr + offset) + ": " +
                                                    (p == MAP_FAILED ? strerror(e) : "moved"));
   }
-  imports_[addr] = size;
+  imports_[addr] = Import{span, addr + lo, hi - lo};
   return Status::success();
 }
 
-Status HostIpc::close_import(uint64_t addr, uint64_t size) {
+Status HostIpc::close_import(uint64_t addr, uint64_t span) {
   auto it = imports_.find(addr);
-  if (it == imports_.end() || it->second != size)
+  if (it == imports_.end() || it->second.span != span)
     return Status::fail(err::InvalidValue, "host backend: no IPC import at " + hex(addr));
-  munmap(reinterpret_cast<void*>(addr), size);
+  munmap(reinterpret_cast<void*>(it->second.at), it->second.len);
   imports_.erase(it);
   return Status::success();
 }
 
 void HostIpc::close_all_imports() {
-  for (auto& [addr, size] : imports_) munmap(reinterpret_cast<void*>(addr), size);
+  for (auto& [addr, im] : imports_) munmap(reinterpret_cast<void*>(im.at), im.len);
   imports_.clear();
 }
 

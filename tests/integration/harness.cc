@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,7 +215,8 @@ void Child::kill_and_wait(int sig) {
 
 Daemon::Daemon(std::vector<std::string> extra) : Daemon(std::move(extra), {}, "") {}
 
-Daemon::Daemon(std::vector<std::string> extra, const Env& more_env, const std::string& log_file) {
+Daemon::Daemon(std::vector<std::string> extra, const Env& more_env, const std::string& log_file,
+               int max_fds) {
   char tmpl[] = "/tmp/rgpud-port-XXXXXX";
   int fd = mkstemp(tmpl);
   close(fd);
@@ -237,6 +239,10 @@ Daemon::Daemon(std::vector<std::string> extra, const Env& more_env, const std::s
     if (!log_file.empty()) {
       int log = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       if (log >= 0) dup2(log, 2);
+    }
+    if (max_fds > 0) {  // a system call, as async-signal-safe as the others here
+      const rlimit r{static_cast<rlim_t>(max_fds), static_cast<rlim_t>(max_fds)};
+      if (setrlimit(RLIMIT_NOFILE, &r) != 0) _exit(126);
     }
     launch.exec();
   }

@@ -43,8 +43,10 @@ class Daemon {
   // Starts rgpud on 127.0.0.1 with a free port, the test kernel plugin and its own module cache,
   // and waits until it listens.
   explicit Daemon(std::vector<std::string> extra_args = {});
-  // With more environment (over RGPU_LOG=warn), its log (stderr) going to `log_file`.
-  Daemon(std::vector<std::string> extra_args, const Env& env, const std::string& log_file);
+  // With more environment (over RGPU_LOG=warn), its log (stderr) going to `log_file`, and when
+  // `max_fds` > 0 under a descriptor limit of that many (soft and hard: ulimit -n).
+  Daemon(std::vector<std::string> extra_args, const Env& env, const std::string& log_file,
+         int max_fds = 0);
   ~Daemon();
   uint16_t port() const { return port_; }
   std::string servers() const { return "127.0.0.1:" + std::to_string(port_); }

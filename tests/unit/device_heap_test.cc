@@ -288,3 +288,66 @@ TEST(DeviceHeap, ReservedRangesMapNothingAndAreNotHandedOut) {
   EXPECT_FALSE(h.reserve(0, r).ok());
   EXPECT_FALSE(h.reserve(128 * kMiB, r).ok());
 }
+
+// An IPC export shares a mapping with other processes: nothing allocated after it may lie there,
+// and none of its memory comes back to this process (issue 36).
+TEST(DeviceHeap, ASharedSlabHandsOutNoBlockAgain) {
+  FakeMapper m;
+  DeviceHeap h(kBase, 1ull << 40, 2 * kMiB, m);
+  uint64_t a = 0, b = 0, c = 0;
+  ASSERT_TRUE(h.alloc(256, a).ok());
+  ASSERT_TRUE(h.alloc(256, b).ok());
+  ASSERT_TRUE(h.alloc(256, c).ok());
+  uint64_t slab = 0, len = 0;
+  ASSERT_TRUE(h.share(b, slab, len).ok());
+  EXPECT_EQ(len, 2 * kMiB);
+  EXPECT_TRUE(b >= slab && b + 256 <= slab + len);
+  EXPECT_TRUE(a >= slab && a < slab + len);  // allocated before: in the slab
+  EXPECT_TRUE(h.shared(a) && h.shared(b) && h.shared(c));
+  auto outside = [&](uint64_t p) { return p + 256 <= slab || p >= slab + len; };
+  // Allocated after the export, same size class: never in the exported slab.
+  uint64_t d = 0;
+  ASSERT_TRUE(h.alloc(256, d).ok());
+  EXPECT_TRUE(outside(d)) << "a block carved from a shared slab";
+  EXPECT_FALSE(h.shared(d));
+  // A block freed after the export is not handed out again either.
+  ASSERT_TRUE(h.free(c).ok());
+  for (int i = 0; i < 64; ++i) {
+    uint64_t e = 0;
+    ASSERT_TRUE(h.alloc(256, e).ok());
+    EXPECT_TRUE(outside(e)) << "a freed block of a shared slab handed out again";
+  }
+  // Its last allocation freed, the slab is unmapped, not kept as a spare.
+  ASSERT_TRUE(h.free(a).ok());
+  EXPECT_TRUE(m.mapped(slab, len));
+  const uint64_t spares = h.spare_bytes();
+  ASSERT_TRUE(h.free(b).ok());
+  EXPECT_FALSE(m.mapped(slab, 1)) << "a shared slab stayed mapped";
+  EXPECT_EQ(h.spare_bytes(), spares);
+  EXPECT_FALSE(h.shared(b));
+  // Sharing names live allocations by their start.
+  EXPECT_EQ(h.share(b, slab, len).code, rgpu::err::InvalidValue);
+  EXPECT_EQ(h.share(d + 1, slab, len).code, rgpu::err::InvalidValue);
+}
+
+TEST(DeviceHeap, ASharedLargeMappingIsNotKeptAsASpare) {
+  FakeMapper m;
+  DeviceHeap h(kBase, 1ull << 40, 2 * kMiB, m);
+  uint64_t a = 0, mapping = 0, len = 0;
+  ASSERT_TRUE(h.alloc(3 * kMiB, a).ok());
+  ASSERT_TRUE(h.share(a, mapping, len).ok());
+  EXPECT_EQ(mapping, a);  // its own mapping: nothing else lies in it
+  EXPECT_EQ(len, 4 * kMiB);
+  ASSERT_TRUE(h.free(a).ok());
+  EXPECT_FALSE(m.mapped(a, 1)) << "a shared mapping was kept as a spare";
+  EXPECT_FALSE(h.has_spare());
+  // The same length again is new memory (mapped anew), never the shared one.
+  const int maps = m.maps;
+  uint64_t b = 0;
+  ASSERT_TRUE(h.alloc(3 * kMiB, b).ok());
+  EXPECT_EQ(m.maps, maps + 1);
+  EXPECT_FALSE(h.shared(b));
+  // Unshared, the usual reuse.
+  ASSERT_TRUE(h.free(b).ok());
+  EXPECT_TRUE(h.has_spare());
+}

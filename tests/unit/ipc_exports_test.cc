@@ -2,6 +2,7 @@
 // tokens, and exports ending with their session (server/ipc_exports.h, server/supervisor.h).
 #include "server/ipc_exports.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "server/session_process.h"
 #include "server/supervisor.h"
@@ -199,6 +201,135 @@ TEST(IpcExports, SupervisorServesAdmittedSessionsAndDropsTheirExports) {
   a.session = -1;
   serve_once();
   EXPECT_EQ(sup.ipc_exports().size(), 0u);
+}
+
+// Every export keeps a descriptor open in the daemon: a session may keep at most
+// --client-max-ipc-exports of them, and the refusal names the option (issue 36).
+TEST(IpcExports, ASessionsExportsAreCapped) {
+  IpcExports ex;
+  IpcLimits l;
+  l.per_session = 3;
+  ex.set_limits(l);
+  Pair a, b;
+  FakeDaemon d(ex, {{100, a.daemon}, {200, b.daemon}});
+  int mem = memfd_with("x", 4096);
+  std::vector<IpcToken> mine(3);
+  for (auto& t : mine) ASSERT_EQ(ipc_export(a.session, mem, {0, 4096, 0, 0}, t), "");
+  IpcToken more{};
+  std::string why = ipc_export(a.session, mem, {0, 4096, 0, 0}, more);
+  EXPECT_NE(why.find("--client-max-ipc-exports 3"), std::string::npos) << why;
+  EXPECT_EQ(ex.size_of(100), 3u);
+  // Another session has its own allowance.
+  ASSERT_EQ(ipc_export(b.session, mem, {0, 4096, 0, 0}, more), "");
+  // A withdrawn export makes room again; so does the session's end.
+  ASSERT_EQ(ipc_revoke(a.session, mine[0]), "");
+  EXPECT_EQ(ipc_export(a.session, mem, {0, 4096, 0, 0}, mine[0]), "");
+  EXPECT_NE(ipc_export(a.session, mem, {0, 4096, 0, 0}, more), "");
+  ex.drop_owner(100);
+  EXPECT_EQ(ex.size_of(100), 0u);
+  EXPECT_EQ(ex.size(), 1u);
+  EXPECT_EQ(ipc_export(a.session, mem, {0, 4096, 0, 0}, more), "");
+  close(mem);
+}
+
+// All sessions' exports together stay within the daemon's descriptor budget: its limit less
+// what it keeps for the sessions, NVML links and handshakes its limits allow (issue 36).
+TEST(IpcExports, TheDaemonKeepsDescriptorsForNewClients) {
+  DaemonConfig cfg;
+  cfg.max_handshakes = 4;
+  cfg.client_max_ipc_exports = 0;  // no per-session cap: the budget alone
+  Supervisor sup(cfg, {});
+  sup.set_max_sessions(10);
+  // 200 - (20 open + 3 x 10 + 4 + the slack)
+  const size_t budget = sup.set_fd_limit(200, 20);
+  EXPECT_EQ(budget, 200u - (20 + 30 + 4 + Supervisor::kFdSlack));
+  EXPECT_EQ(sup.set_fd_limit(100, 20), 0u);  // nothing left: no export fits
+  EXPECT_EQ(sup.set_fd_limit(200, 20), budget);
+  EXPECT_NE(sup.ipc_exports().limits().total_why.find("--max-sessions"), std::string::npos);
+
+  // The same rule in IpcExports itself: the export past the budget is refused by name.
+  IpcExports ex;
+  IpcLimits l;
+  l.total = 5;
+  l.total_why = "a test's budget";
+  ex.set_limits(l);
+  Pair a, b;
+  FakeDaemon d(ex, {{100, a.daemon}, {200, b.daemon}});
+  int mem = memfd_with("x", 4096);
+  IpcToken t{};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(ipc_export(a.session, mem, {0, 4096, 0, 0}, t), "");
+  ASSERT_EQ(ipc_export(b.session, mem, {0, 4096, 0, 0}, t), "");
+  std::string why = ipc_export(b.session, mem, {0, 4096, 0, 0}, t);
+  EXPECT_NE(why.find("descriptor limit"), std::string::npos) << why;
+  EXPECT_NE(why.find("a test's budget"), std::string::npos) << why;
+  EXPECT_EQ(ex.size(), 5u);
+  close(mem);
+}
+
+// The range an export names lies inside the memory it names (IpcMeta::span).
+TEST(IpcExports, AnExportNamesPartOfItsSpan) {
+  IpcExports ex;
+  Pair a, b;
+  FakeDaemon d(ex, {{100, a.daemon}, {200, b.daemon}});
+  int mem = memfd_with("x", 8192);
+  IpcToken t{};
+  IpcMeta bad{4096, 4096, 0, 0, 6000};
+  EXPECT_NE(ipc_export(a.session, mem, bad, t).find("beyond"), std::string::npos);
+  ASSERT_EQ(ipc_export(a.session, mem, {256, 512, 0, 0, 8192}, t), "");
+  IpcMeta meta;
+  int fd = -1;
+  ASSERT_EQ(ipc_import(b.session, t, meta, fd), "");
+  EXPECT_EQ(meta.offset, 256u);
+  EXPECT_EQ(meta.size, 512u);
+  EXPECT_EQ(meta.span, 8192u);
+  close(fd);
+  ASSERT_EQ(ipc_export(a.session, mem, {4096, 4096, 0, 0}, t), "");  // span 0: offset + size
+  ASSERT_EQ(ipc_import(b.session, t, meta, fd), "");
+  EXPECT_EQ(meta.span, 8192u);
+  close(fd);
+  close(mem);
+}
+
+// A freshly forked session process closes the descriptors the daemon keeps for exports
+// (Supervisor::close_all_in_child): none of them leaks into another tenant's session.
+TEST(IpcExports, AForkedSessionHoldsNoneOfTheDaemonsExports) {
+  auto open_fds = [] {
+    size_t n = 0;
+    for (int fd = 0; fd < 4096; ++fd)
+      if (fcntl(fd, F_GETFD) >= 0) ++n;
+    return n;
+  };
+  DaemonConfig cfg;
+  Supervisor sup(cfg, {});
+  Pair a;
+  sup.add(4243, a.daemon, "test peer", "uid 0", true);
+  a.daemon = -1;
+  auto serve_once = [&] {
+    std::vector<pollfd> fds;
+    sup.add_control_fds(fds);
+    ASSERT_EQ(poll(fds.data(), fds.size(), 2000), 1);
+    sup.serve_controls(fds, 0);
+  };
+  std::string admit = std::string(1, kAdmitRequest) + "someone";
+  ASSERT_EQ(send(a.session, admit.data(), admit.size(), 0), static_cast<ssize_t>(admit.size()));
+  serve_once();
+  char c = 0;
+  ASSERT_EQ(recv(a.session, &c, 1, 0), 1);
+  int mem = memfd_with("x", 4096);
+  const size_t before = open_fds();
+  for (int i = 0; i < 8; ++i) {
+    IpcToken token{};
+    std::string why = "not run";
+    std::thread t([&] { why = ipc_export(a.session, mem, {0, 4096, 0, 0}, token); });
+    serve_once();
+    t.join();
+    ASSERT_EQ(why, "");
+  }
+  EXPECT_EQ(open_fds(), before + 8);  // kept by the "daemon"
+  sup.close_all_in_child();           // what a new session process does first
+  EXPECT_EQ(sup.ipc_exports().size(), 0u);
+  EXPECT_EQ(open_fds(), before - 1);  // the exports and the session's control socket
+  close(mem);
 }
 
 }  // namespace

@@ -200,3 +200,37 @@ TEST(MemPools, MaximumSizeAndDeviceReset) {
 }
 
 }  // namespace
+
+// A block whose memory was shared through CUDA IPC (the heap says it may not be reused) is
+// never handed out again, on its own stream or any other, and goes back to the heap once its
+// free completed, whatever the release threshold (issue 36).
+TEST(MemPools, SharedBlocksAreNotReusedAndGoBackToTheHeap) {
+  FakeGpu gpu;
+  std::set<uint64_t> shared;
+  PoolOps ops = gpu.ops();
+  ops.reusable = [&](uint32_t, uint64_t ptr) { return !shared.count(ptr); };
+  MemPools pools(std::move(ops));
+  ASSERT_TRUE(pools.set_attr(0, 0, MemPools::kReleaseThreshold, UINT64_MAX).ok());
+  uint64_t a = 0, b = 0, c = 0, size = 0;
+  ASSERT_TRUE(pools.alloc(0, 0, 0, kS1, 4096, a).ok());
+  shared.insert(a);
+  ASSERT_TRUE(pools.free(0, a, kS1, size).ok());
+  ASSERT_TRUE(pools.alloc(0, 0, 0, kS1, 4096, b).ok());  // the same stream: not a
+  EXPECT_NE(b, a);
+  gpu.complete_all();
+  ASSERT_TRUE(pools.alloc(0, 0, 0, kS2, 4096, c).ok());  // another, after completion: not a
+  EXPECT_NE(c, a);
+  EXPECT_TRUE(gpu.heap.count(a)) << "still the pool's until a synchronization point";
+  pools.trim_device(0);  // the threshold keeps everything else, not a
+  EXPECT_FALSE(gpu.heap.count(a));
+  EXPECT_TRUE(gpu.heap.count(b) && gpu.heap.count(c));
+  EXPECT_EQ(attr(pools, 0, MemPools::kReservedCurrent), 8192u);
+  // Pressure: with the heap full, a pending shared block is not waited for either.
+  ASSERT_TRUE(pools.free(0, b, kS1, size).ok());
+  shared.insert(c);
+  ASSERT_TRUE(pools.free(0, c, kS2, size).ok());
+  gpu.capacity = gpu.used;
+  uint64_t d = 0;
+  ASSERT_TRUE(pools.alloc(0, 0, 0, kS2, 4096, d).ok());  // b, after waiting for its free
+  EXPECT_EQ(d, b);
+}
