@@ -145,6 +145,9 @@ class Executor {
   virtual Status module_load(int dev, const uint8_t* image, size_t size,
                              const fatbin::ModuleInfo& info, uint64_t& module) = 0;
   virtual Status module_unload(int dev, uint64_t module) = 0;
+  // Bytes of device memory the backend set aside for a loaded module's variables, when it can
+  // tell; 0 when it cannot (the session then goes by what the image says).
+  virtual uint64_t module_bytes(int /*dev*/, uint64_t /*module*/) { return 0; }
   // Finds a kernel; `driver_layout` is filled when the backend can tell the layout itself.
   virtual Status kernel_get(int dev, uint64_t module, const std::string& name, uint64_t& kernel,
                             std::optional<fatbin::KernelLayout>& driver_layout) = 0;

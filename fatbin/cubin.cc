@@ -1,6 +1,7 @@
 // Cubin ELF images: kernel parameter layouts from `.nv.info.<kernel>` records (EIATTR_KPARAM_INFO
 // and, beyond 4 KiB of parameters, EIATTR_KPARAM_INFO_V2), and global variables from the symbol
-// table (__device__ in .nv.global / .nv.global.init, __constant__ in .nv.constant3).
+// table (__device__ in .nv.global / .nv.global.init, __constant__ in .nv.constant3), and the
+// device memory those sections take, whatever their symbols say.
 //
 // The image comes from a client: every header field, offset, size, index and count is checked
 // against the bytes present (a NOBITS section has none) and against the limits in fatbin.h before
@@ -217,8 +218,14 @@ ModuleInfo parse_cubin(const uint8_t* p, size_t size) {
     if (s.name.substr(0, prefix.size()) == prefix && s.name.size() > prefix.size())
       info.kernels[std::string(s.name.substr(prefix.size()))] = parse_info(elf, s);
   uint64_t init_bytes = 0;
-  for (const auto& s : elf.sections())
+  for (const auto& s : elf.sections()) {
     if (s.type == kShtSymtab) parse_symbols(elf, s, info, init_bytes, size);
+    // What the driver allocates for the module's variables, named by symbols or not.
+    if (s.name == ".nv.global" || s.name == ".nv.global.init" ||
+        s.name.substr(0, 12) == ".nv.constant")
+      info.global_bytes =
+          s.size > UINT64_MAX - info.global_bytes ? UINT64_MAX : info.global_bytes + s.size;
+  }
   return info;
 }
 

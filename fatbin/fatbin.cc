@@ -2,6 +2,8 @@
 // compressed entries (ZSTD, LZ4 frame or block) decompressed into output that grows with what
 // the decompressor actually produces, never beyond the declared size, itself capped per entry
 // (kMaxEntryBytes) and per image (kMaxImageBytes).  The declared size must be what comes out.
+// Headers are read first (plan_image), so a caller knows what an image will cost before anything
+// is decompressed, and only the entry a GPU would load needs to be.
 #include "fatbin/fatbin.h"
 
 #include <lz4.h>
@@ -130,13 +132,13 @@ std::vector<uint8_t> decompress(const uint8_t* src, size_t n, uint64_t flags, ui
   return lz4_block(src, n, out_size);
 }
 
-}  // namespace
-
-std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
+// Every PTX and ELF entry's header, checked: within the fatbin, at most kMaxEntries entries, a
+// compressed one declaring at most kMaxEntryBytes and all together at most kMaxImageBytes.
+std::vector<EntryRef> scan_entries(const uint8_t* p, size_t size, uint64_t& declared) {
   size_t total = fatbin_size(p, size);
   uint16_t header = rd<uint16_t>(p + 6);
-  std::vector<Entry> out;
-  uint64_t decompressed = 0;
+  std::vector<EntryRef> out;
+  declared = 0;
   size_t off = header, count = 0;
   while (off < total) {
     if (total - off < kEntryHeader) throw FatbinError("truncated fatbin entry header");
@@ -147,48 +149,76 @@ std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
     uint32_t eh = rd<uint32_t>(e + 4);
     uint64_t payload = rd<uint32_t>(e + 8);
     uint32_t compressed = rd<uint32_t>(e + 16);
-    uint32_t arch = rd<uint32_t>(e + 28);
     uint64_t flags = rd<uint64_t>(e + 40);
     uint64_t uncompressed = rd<uint64_t>(e + 56);
     if (eh < kEntryHeader || eh > total - off || payload > total - off - eh)
       throw FatbinError("fatbin entry runs past the end of the fatbin");
-    const uint8_t* data = e + eh;
     if (kind == static_cast<uint16_t>(EntryKind::Ptx) ||
         kind == static_cast<uint16_t>(EntryKind::Elf)) {
-      Entry entry;
-      entry.kind = static_cast<EntryKind>(kind);
-      entry.arch = arch;
-      entry.flags = flags;
-      if (flags & (kFlagLz4 | kFlagZstd)) {
+      EntryRef r;
+      r.kind = static_cast<EntryKind>(kind);
+      r.arch = rd<uint32_t>(e + 28);
+      r.flags = flags;
+      r.offset = off + eh;
+      r.compressed = (flags & (kFlagLz4 | kFlagZstd)) != 0;
+      r.stored = r.size = payload;
+      if (r.compressed) {
         if (compressed > payload) throw FatbinError("compressed size exceeds the entry");
         if (uncompressed == 0 || uncompressed > kMaxEntryBytes)
           throw FatbinError("compressed fatbin entry declares " + std::to_string(uncompressed) +
                             " bytes (limit " + std::to_string(kMaxEntryBytes) + ")");
-        if (uncompressed > kMaxImageBytes - decompressed)
+        if (uncompressed > kMaxImageBytes - declared)
           throw FatbinError("fatbin entries decompress to more than the limit of " +
                             std::to_string(kMaxImageBytes) + " bytes");
-        entry.data = decompress(data, compressed, flags, uncompressed);
-        decompressed += entry.data.size();
-      } else {
-        entry.data.assign(data, data + payload);
+        declared += uncompressed;
+        r.stored = compressed;
+        r.size = uncompressed;
       }
-      if (entry.kind == EntryKind::Ptx)
-        while (!entry.data.empty() && entry.data.back() == 0) entry.data.pop_back();
-      out.push_back(std::move(entry));
+      out.push_back(r);
     }
     off += eh + payload;
   }
   return out;
 }
 
-ModuleInfo describe(const uint8_t* p, size_t size) {
+Entry decode(const uint8_t* p, const EntryRef& r) {
+  Entry entry;
+  entry.kind = r.kind;
+  entry.arch = r.arch;
+  entry.flags = r.flags;
+  const uint8_t* data = p + r.offset;
+  if (r.compressed)
+    entry.data = decompress(data, r.stored, r.flags, r.size);
+  else
+    entry.data.assign(data, data + r.stored);
+  if (entry.kind == EntryKind::Ptx)
+    while (!entry.data.empty() && entry.data.back() == 0) entry.data.pop_back();
+  return entry;
+}
+
+// The newest entry of `kind` not newer than `arch` that `fits`; SIZE_MAX when none.
+template <class Fits>
+size_t newest(const std::vector<EntryRef>& entries, EntryKind kind, uint32_t arch, Fits fits) {
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const EntryRef& e = entries[i];
+    if (e.kind != kind || e.arch > arch || !fits(e)) continue;
+    if (best == SIZE_MAX || e.arch > entries[best].arch) best = i;
+  }
+  return best;
+}
+
+ModuleInfo describe_entries(const uint8_t* p, const ImagePlan& plan) {
   ModuleInfo info;
-  std::vector<Entry> entries = parse_entries(p, size);
+  std::vector<Entry> entries;
+  for (size_t i : plan.chosen) entries.push_back(decode(p, plan.entries[i]));
   for (const Entry& e : entries) {
+    info.code_bytes += e.data.size();
     if (e.kind != EntryKind::Elf) continue;
     ModuleInfo c = parse_cubin(e.data.data(), e.data.size());
     for (auto& [name, layout] : c.kernels) info.kernels.emplace(name, layout);
     for (auto& [name, var] : c.globals) info.globals.emplace(name, var);
+    info.global_bytes = std::max(info.global_bytes, c.global_bytes);
   }
   for (const Entry& e : entries) {
     if (e.kind != EntryKind::Ptx) continue;
@@ -198,11 +228,74 @@ ModuleInfo describe(const uint8_t* p, size_t size) {
   return info;
 }
 
+bool is_fatbin(const uint8_t* p, size_t size) {
+  return size >= 4 && p[0] == 0x50 && p[1] == 0xED && p[2] == 0x55 && p[3] == 0xBA;
+}
+bool is_elf(const uint8_t* p, size_t size) {
+  return size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F';
+}
+
+}  // namespace
+
+uint64_t decompression_budget(uint64_t image_bytes, uint64_t floor) {
+  uint64_t scaled =
+      image_bytes > kMaxImageBytes / kMaxExpansion ? kMaxImageBytes : image_bytes * kMaxExpansion;
+  return std::max(floor, scaled);
+}
+
+bool ImagePlan::decompresses() const {
+  for (size_t i : chosen)
+    if (entries[i].compressed) return true;
+  return false;
+}
+
+ImagePlan plan_image(const uint8_t* p, size_t size, uint32_t arch) {
+  ImagePlan plan;
+  if (!is_fatbin(p, size)) {
+    plan.form = is_elf(p, size) ? ImagePlan::Form::Cubin : ImagePlan::Form::Ptx;
+    plan.chosen_bytes = size;
+    return plan;
+  }
+  plan.entries = scan_entries(p, size, plan.declared);
+  const auto& entries = plan.entries;
+  size_t pick = SIZE_MAX;
+  if (arch) {
+    pick = newest(entries, EntryKind::Elf, arch,
+                  [&](const EntryRef& e) { return e.arch / 10 == arch / 10; });
+    if (pick == SIZE_MAX) pick = newest(entries, EntryKind::Elf, arch, [](auto&) { return true; });
+    if (pick == SIZE_MAX) pick = newest(entries, EntryKind::Ptx, arch, [](auto&) { return true; });
+  }
+  if (pick != SIZE_MAX) {
+    plan.chosen = {pick};
+  } else {
+    for (size_t i = 0; i < entries.size(); ++i) plan.chosen.push_back(i);
+  }
+  for (size_t i : plan.chosen) plan.chosen_bytes += entries[i].size;
+  return plan;
+}
+
+std::vector<Entry> parse_entries(const uint8_t* p, size_t size) {
+  uint64_t declared = 0;
+  std::vector<Entry> out;
+  for (const EntryRef& r : scan_entries(p, size, declared)) out.push_back(decode(p, r));
+  return out;
+}
+
+ModuleInfo describe(const uint8_t* p, size_t size) {
+  return describe_entries(p, plan_image(p, size, 0));
+}
+
 ModuleInfo describe_image(const uint8_t* p, size_t size) {
-  if (size >= 4 && p[0] == 0x50 && p[1] == 0xED && p[2] == 0x55 && p[3] == 0xBA)
-    return describe(p, size);
-  if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
-    return parse_cubin(p, size);
+  return describe_image(p, size, plan_image(p, size, 0));
+}
+
+ModuleInfo describe_image(const uint8_t* p, size_t size, const ImagePlan& plan) {
+  if (plan.form == ImagePlan::Form::Fatbin) return describe_entries(p, plan);
+  if (plan.form == ImagePlan::Form::Cubin) {
+    ModuleInfo info = parse_cubin(p, size);
+    info.code_bytes = size;
+    return info;
+  }
   // PTX: text, NUL-terminated as cuLibraryLoadData reads it, nothing after the NUL.
   size_t n = 0;
   while (n < size && p[n] != 0) ++n;
@@ -215,6 +308,7 @@ ModuleInfo describe_image(const uint8_t* p, size_t size) {
     throw FatbinError("PTX image without .version and .target directives");
   ModuleInfo info;
   info.kernels = parse_ptx(text);
+  info.code_bytes = size;
   return info;
 }
 

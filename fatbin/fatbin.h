@@ -27,6 +27,18 @@ constexpr size_t kMaxGlobals = 65536;              // variables of one cubin
 constexpr size_t kMaxNameBytes = 64u << 10;        // a section, kernel or variable name
 constexpr uint32_t kMaxParamBytes = 64u << 10;     // a kernel's parameter buffer (CUDA: 32764)
 
+// What a server lets one client image decompress to (rgpud --max-image-mb sets the floor): the
+// bytes every compressed entry declares, together, at most max(floor, kMaxExpansion x the image's
+// stored bytes), the latter capped at kMaxImageBytes.  Measured (docs/architecture.md, "Module
+// images"): nvcc's code entries compress 3-10x, and the ~4,800 fat binaries of CUDA 13's cuBLAS,
+// cuBLASLt, cuSPARSE, cuSOLVER, cuRAND, cuDNN and NCCL 8.6-10.2x overall, 134x at worst (images
+// far below the floor), NCCL's largest image declaring 590 MB in all: none comes near.  Zeros
+// compress 10,000x (an initialized 16 MiB __device__ table is a 2 KB entry), so no ratio alone
+// tells a bomb from data: the floor admits such tables up to its size.
+constexpr uint64_t kDefaultImageFloor = 64ull << 20;
+constexpr uint64_t kMaxExpansion = 64;
+uint64_t decompression_budget(uint64_t image_bytes, uint64_t floor = kDefaultImageFloor);
+
 constexpr uint32_t kWrapperMagic = 0x466243B1;
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 
@@ -38,6 +50,36 @@ struct Entry {
   uint64_t flags = 0;
   std::vector<uint8_t> data;  // decompressed: an ELF image, or PTX text without trailing NULs
 };
+
+// An entry's header, read (and checked against the image and the limits above) without
+// decompressing anything.
+struct EntryRef {
+  EntryKind kind = EntryKind::Elf;
+  uint32_t arch = 0;
+  uint64_t flags = 0;
+  size_t offset = 0;    // of its data in the fatbin
+  uint64_t stored = 0;  // bytes of data in the image (compressed or not)
+  uint64_t size = 0;    // bytes once decompressed (declared), or `stored`
+  bool compressed = false;
+};
+
+// What describing an image costs, from its headers alone: every entry of a fat binary, those
+// that will be described (`chosen`) and the decompressed bytes they declare.
+struct ImagePlan {
+  enum class Form { Fatbin, Cubin, Ptx } form = Form::Fatbin;
+  std::vector<EntryRef> entries;  // of a fat binary; PTX and ELF entries only
+  std::vector<size_t> chosen;     // indices into entries
+  uint64_t declared = 0;          // decompressed bytes all compressed entries declare together
+  uint64_t chosen_bytes = 0;      // bytes the chosen entries hold (decompressed)
+  bool decompresses() const;      // a chosen entry is compressed
+};
+
+// Plans describing the image `p` for a GPU of compute capability `arch` (major * 10 + minor):
+// only the entry that GPU's driver loads is chosen, the newest cubin of its major version not
+// newer than it (else the newest cubin not newer, which describes the same kernels and
+// variables as the PTX the driver would compile), else the newest PTX not newer; with `arch` 0,
+// or when no entry fits, every entry.  Throws FatbinError on malformed headers.
+ImagePlan plan_image(const uint8_t* p, size_t size, uint32_t arch = 0);
 
 // Size in bytes of the fatbin starting at `p` (header + entries), after checking its header.
 // `available` bounds the read; throws FatbinError.
@@ -72,6 +114,11 @@ struct GlobalVar {
 struct ModuleInfo {
   std::map<std::string, KernelLayout> kernels;  // by mangled name
   std::map<std::string, GlobalVar> globals;     // by name
+  // Device memory the module's variables take when loaded: its cubin's .nv.global,
+  // .nv.global.init and .nv.constant* sections (the largest of several cubins).  Saturates.
+  uint64_t global_bytes = 0;
+  // Bytes of code described: the chosen entries decompressed (a cubin or PTX image: its size).
+  uint64_t code_bytes = 0;
 };
 
 // Kernels and globals of one cubin ELF image.  Throws FatbinError on malformed input.
@@ -84,5 +131,7 @@ ModuleInfo describe(const uint8_t* p, size_t size);
 // Any image cuLibraryLoadData takes: a fat binary (describe), a cubin ELF (parse_cubin) or
 // NUL-terminated PTX text (parse_ptx; PTX globals are not described).  Throws FatbinError.
 ModuleInfo describe_image(const uint8_t* p, size_t size);
+// The same for the entries `plan` (plan_image of this image) chose: only those are decompressed.
+ModuleInfo describe_image(const uint8_t* p, size_t size, const ImagePlan& plan);
 
 }  // namespace rgpu::fatbin

@@ -33,8 +33,13 @@ class AllocationTable {
     ranges_[base] = {size, freeable, joinable, ++stamp_};
     if (freeable) freeable_bytes_ += size;
   }
-  bool remove(uint64_t base) {
+  // `size`, when given, is set to the range's size (0 when there was none).
+  bool remove(uint64_t base, uint64_t* size = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (size) {
+      auto it = ranges_.find(base);
+      *size = it == ranges_.end() ? 0 : it->second.size;
+    }
     return erase(base);
   }
   // Bytes of the freeable allocations (what the client holds).

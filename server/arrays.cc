@@ -1,7 +1,8 @@
 // Requests of the arrays group (issue 11, item 2): CUDA arrays named by client ids, copies with
 // array operands (the client stages host memory through device memory: the bytes themselves
 // travel through the ordinary bulk copies), texture and surface objects whose values are the
-// backend's own (kernels receive them by value).
+// backend's own (kernels receive them by value).  Arrays count against --client-mem-limit.
+#include <algorithm>
 #include <bit>
 #include <string>
 
@@ -17,6 +18,40 @@ namespace {
 constexpr CudaError kInvalidResourceHandle = 400;
 
 Status invalid(const std::string& m) { return Status::fail(err::InvalidValue, m); }
+
+// Device memory an array takes, for --client-mem-limit: every level's elements (a format this
+// table does not know counts 16 bytes an element, the most any has), saturating.
+uint64_t array_bytes(const backend::Executor::ArraySpec& a) {
+  uint64_t elem = 0;
+  switch (a.format) {
+    case 0x01:
+    case 0x08:
+      elem = 1;  // (UN)SIGNED_INT8
+      break;
+    case 0x02:
+    case 0x09:
+    case 0x10:
+      elem = 2;  // (UN)SIGNED_INT16, HALF
+      break;
+    case 0x03:
+    case 0x0a:
+    case 0x20:
+      elem = 4;  // (UN)SIGNED_INT32, FLOAT
+      break;
+  }
+  elem = elem && a.channels >= 1 && a.channels <= 4 ? elem * a.channels : 16;
+  uint64_t w = std::max<uint64_t>(a.width, 1), h = std::max<uint64_t>(a.height, 1);
+  const uint64_t d = std::max<uint64_t>(a.depth, 1);  // layers or slices: kept (an upper bound)
+  uint64_t total = 0;
+  for (uint32_t l = 0; l < std::clamp<uint32_t>(a.levels, 1, 64); ++l) {
+    uint64_t n = 0;
+    if (__builtin_mul_overflow(w, h, &n) || __builtin_mul_overflow(n, d, &n) ||
+        __builtin_mul_overflow(n, elem, &n) || __builtin_add_overflow(total, n, &total))
+      return UINT64_MAX;
+    w = std::max<uint64_t>(w / 2, 1), h = std::max<uint64_t>(h / 2, 1);
+  }
+  return total;
+}
 
 }  // namespace
 
@@ -60,9 +95,17 @@ Status Session::on(ArrayCreateMsg, const ArrayCreateReq& q, Empty&) {
   backend::Executor::ArraySpec spec;
   spec.width = q.width, spec.height = q.height, spec.depth = q.depth;
   spec.format = q.format, spec.channels = q.channels, spec.flags = q.flags, spec.levels = q.levels;
+  const uint64_t bytes = array_bytes(spec);
+  if (Status s = charge_memory(Hold::Array, q.device, bytes,
+                               "a CUDA array of " + std::to_string(bytes) + " bytes");
+      !s.ok())
+    return s;
   uint64_t handle = 0;
   Status s = exec_.array_create(static_cast<int>(q.device), spec, handle);
-  if (s.ok()) arrays_[q.id] = {q.device, handle, q.levels != 0, 0};
+  if (s.ok())
+    arrays_[q.id] = {q.device, handle, q.levels != 0, 0, bytes};
+  else
+    quota_.release(Hold::Array, q.device, bytes);
   return s;
 }
 
@@ -86,6 +129,7 @@ Status Session::on(ArrayDestroyMsg, const ArrayDestroyReq& q, Empty&) {
   // Like cudaFreeArray, after the work issued before it (the emulated and the real driver keep
   // the memory until queued work is done).
   Status s = exec_.array_destroy(static_cast<int>(q.device), r.handle, r.mipmapped);
+  quota_.release(Hold::Array, q.device, r.bytes);
   arrays_.erase(it);
   if (r.mipmapped)
     for (auto l = arrays_.begin(); l != arrays_.end();)

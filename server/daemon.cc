@@ -322,8 +322,17 @@ int run_daemon(const DaemonConfig& cfg) {
   }
   signal(SIGPIPE, SIG_IGN);
 
+  // One table of decompression slots for every session (--max-decompressions), shared like the
+  // host ledger: made before the first fork.
+  DecompressionSlots* decompressions = DecompressionSlots::create(cfg.max_decompressions);
+  if (!decompressions) {
+    LOG_ERROR("cannot create the shared table of decompression slots");
+    return 1;
+  }
+
   SessionProcessConfig spc;
   spc.daemon = &cfg;
+  spc.decompressions = decompressions;
   spc.token = token;
   spc.server_info = "rgpud " RGPU_VERSION " on " + hostname();
   spc.use_cuda = use_cuda;
@@ -336,6 +345,7 @@ int run_daemon(const DaemonConfig& cfg) {
   spc.peer_tls = peer_tls.get();
   spc.gpu_table = &gpu_table;
   Supervisor sup(cfg, ledgers);
+  sup.set_decompressions(decompressions);
   int max_sessions = cfg.max_sessions;
   if (!use_cuda && max_sessions > backend::HostLedger::kSlots) {
     LOG_WARN("--max-sessions %d: the host backend's ledger has %d slots; using %d", max_sessions,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "fatbin/fatbin.h"
 #include "server/tls_gate.h"
 
 namespace rgpu::server {
@@ -40,6 +41,12 @@ struct DaemonConfig {
   int max_sessions = 256;         // authenticated sessions at once
   int max_sessions_per_user = 0;  // per shm uid / TCP peer address (0: no limit but the total)
   uint64_t client_mem_limit = 0;  // device memory per session (0: none)
+  // Module images: what one may decompress to, at least (the budget is max(this, 64x the
+  // image), fatbin::decompression_budget), and how many are decompressed at once on this daemon,
+  // all sessions together; a session waits at most decompression_wait_ms for its turn.
+  uint64_t max_image_mb = fatbin::kDefaultImageFloor >> 20;
+  int max_decompressions = 4;
+  int decompression_wait_ms = 30000;
   size_t client_max_streams = 1024;
   size_t client_max_events = 65536;
   // CUDA IPC exports (memory and event handles) rgpud keeps for one session at once, a descriptor

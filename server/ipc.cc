@@ -141,6 +141,15 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
                                                     " lies outside its export of " +
                                                     std::to_string(meta.size) + " bytes");
   }
+  // The importer counts what it maps: the mapping keeps the memory alive after its exporter
+  // (and its charge) is gone.
+  if (Status s =
+          charge_memory(Hold::IpcImport, q.device, meta.size,
+                        "opening " + std::to_string(meta.size) + " bytes of CUDA IPC memory");
+      !s.ok()) {
+    close(fd);
+    return s;
+  }
   uint64_t addr = 0;
   Status s;
   {
@@ -156,10 +165,13 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
     }
   }
   close(fd);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    quota_.release(Hold::IpcImport, q.device, meta.size);
+    return s;
+  }
   // Requests may name the exported allocation, and nothing else of the mapping.
   const uint64_t start = addr + meta.offset;
-  ipc_imports_[start] = IpcImport{q.device, addr, meta.span};
+  ipc_imports_[start] = IpcImport{q.device, addr, meta.span, meta.size};
   allocs_[q.device].add(start, meta.size, /*freeable=*/false);
   rep.base = start;
   rep.size = meta.size;
@@ -181,6 +193,7 @@ Status Session::on(IpcCloseMemHandleMsg, const IpcCloseMemHandleReq& q, Empty&) 
     windows_.unreserve(q.device, im.map, im.span);
   }
   allocs_[q.device].remove(q.base);
+  quota_.release(Hold::IpcImport, q.device, it->second.size);
   ipc_imports_.erase(it);
   return Status::success();
 }
@@ -193,6 +206,7 @@ void Session::close_ipc_imports(uint32_t dev) {
     }
     exec_.ipc_mem_close(static_cast<int>(dev), it->second.map, it->second.span);
     allocs_[dev].remove(it->first);
+    quota_.release(Hold::IpcImport, dev, it->second.size);
     it = ipc_imports_.erase(it);
   }
 }

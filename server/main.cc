@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "proto/messages.h"
 #include "server/daemon.h"
+#include "server/decompressions.h"
 
 namespace {
 
@@ -53,6 +54,12 @@ void usage(FILE* out) {
       "  --client-max-ipc-exports N  CUDA IPC handles (memory and events) rgpud keeps for one\n"
       "                        session at once, an open descriptor each (default 256; 0: no\n"
       "                        limit but rgpud's descriptor budget, see the README)\n"
+      "  --max-image-mb N      a module image may decompress to max(N MiB, 64x its size)\n"
+      "                        (capped at 1 GiB beyond N; default 64)\n"
+      "  --max-decompressions N  module images decompressed at once, all sessions\n"
+      "                        together (default 4)\n"
+      "  --decompression-wait S  seconds a module load waits for its turn to decompress\n"
+      "                        before it fails (default 30)\n"
       "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
       "                        (default 5)\n"
       "  --client-timeout S    a client that stalls in the middle of a message, or stops\n"
@@ -195,6 +202,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       cfg.client_mem_limit = *s;
+    } else if (a == "--max-image-mb") {
+      cfg.max_image_mb = static_cast<uint64_t>(count_option(a, value(), 1, 1 << 20));
+    } else if (a == "--max-decompressions") {
+      cfg.max_decompressions =
+          count_option(a, value(), 1, rgpu::server::DecompressionSlots::kMaxSlots);
+    } else if (a == "--decompression-wait") {
+      cfg.decompression_wait_ms = seconds_option(a, value());
     } else if (a == "--client-max-streams") {
       cfg.client_max_streams = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
     } else if (a == "--client-max-events") {

@@ -79,7 +79,7 @@ void MemPools::shrink(uint32_t dev, Pool& p, uint64_t keep) {
       ++i;
       continue;
     }
-    ops_.heap_free(dev, c.ptr);
+    ops_.heap_free(dev, c.ptr, c.size);
     p.reserved -= c.size;
     p.cache.erase(p.cache.begin() + static_cast<std::ptrdiff_t>(i));
   }

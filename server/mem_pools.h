@@ -31,7 +31,7 @@ namespace rgpu::server {
 struct PoolOps {
   std::function<backend::Status(uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr)>
       heap_alloc;
-  std::function<void(uint32_t dev, uint64_t ptr)> heap_free;
+  std::function<void(uint32_t dev, uint64_t ptr, uint64_t size)> heap_free;  // heap_alloc's size
   // Records a new event on `stream` (a backend handle).
   std::function<backend::Status(uint32_t dev, uint64_t stream, uint64_t& event)> record;
   std::function<bool(uint32_t dev, uint64_t event)> done;     // completed (or failed)

@@ -1,7 +1,11 @@
 // Modules and kernels of a session: fat binaries by content hash (this session's, then the shared
 // on-disk cache), kernel lookup with parameter layouts checked against the driver, launches,
-// function attributes, and forwarding of what kernels print.
+// function attributes, and forwarding of what kernels print.  Loading an image is bounded: its
+// headers are checked against the per-image decompression budget first, only the entry this
+// GPU loads is decompressed, under one of the daemon's decompression slots, and the module's
+// code and variables are charged to the session's quota (server/quota.h) until it goes.
 #include <algorithm>
+#include <chrono>
 
 #include "common/log.h"
 #include "proto/auth.h"
@@ -18,6 +22,7 @@ constexpr uint64_t kMaxModule = 1ull << 30;
 constexpr CudaError kInvalidKernelImage = 200;
 constexpr CudaError kSymbolNotFound = 500;
 constexpr CudaError kInvalidDeviceFunction = 98;
+constexpr uint32_t kAttrCcMajor = 75, kAttrCcMinor = 76;  // cudaDevAttrComputeCapability*
 
 std::string describe_layout(const fatbin::KernelLayout& l) {
   std::string s = "(";
@@ -70,6 +75,8 @@ void Session::unload_modules(int dev) {
   for (Module& m : modules_[dev]) exec_.module_unload(dev, m.handle);
   modules_[dev].clear();
   module_ids_[dev].clear();
+  quota_.release_all(Hold::ModuleGlobals, static_cast<uint32_t>(dev));
+  quota_.release_all(Hold::ModuleCode, static_cast<uint32_t>(dev));
 }
 
 Status Session::on(ModuleLookupMsg, const ModuleLookupReq& q, ModuleRep& rep) {
@@ -97,12 +104,8 @@ Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
     return Status::fail(err::InvalidValue, "the client went away in the middle of the module");
   if (sha256(image->data(), image->size()) != q.hash)
     return Status::fail(err::InvalidValue, "module image does not match its hash");
-  // Only an image that parses reaches the shared cache (or this session's images).
-  try {
-    fatbin::describe_image(image->data(), image->size());
-  } catch (const fatbin::FatbinError& e) {
-    return Status::fail(kInvalidKernelImage, parse_error(*image, e));
-  }
+  // Only an image that parses (and loads) reaches the shared cache (or this session's images).
+  if (Status s = load_module(q.device, q.hash, image); !s.ok()) return s;
   if (config_.module_cache) config_.module_cache->put(q.hash, *image);
   if (Status s = keep_image(q.hash, image); !s.ok()) return s;
   return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
@@ -120,26 +123,121 @@ Status Session::keep_image(const Hash& hash, const Image& image) {
   return Status::success();
 }
 
+uint32_t Session::device_arch(uint32_t dev) {
+  if (archs_[dev]) return archs_[dev];
+  backend::DeviceInfo info;
+  if (!exec_.device_info(static_cast<int>(dev), info).ok()) return 0;  // every entry, then
+  int32_t major = 0, minor = 0;
+  for (const auto& [attr, value] : info.attrs) {
+    if (attr == kAttrCcMajor) major = value;
+    if (attr == kAttrCcMinor) minor = value;
+  }
+  if (major > 0 && minor >= 0) archs_[dev] = static_cast<uint32_t>(major * 10 + minor);
+  return archs_[dev];
+}
+
+Status Session::describe_module(uint32_t dev, const Image& image, fatbin::ModuleInfo& info,
+                                DecompressionSlot& slot) {
+  fatbin::ImagePlan plan;
+  try {
+    plan = fatbin::plan_image(image->data(), image->size(), device_arch(dev));
+  } catch (const fatbin::FatbinError& e) {
+    return Status::fail(kInvalidKernelImage, parse_error(*image, e));
+  }
+  // Checked on the headers, before anything is decompressed: every entry counts (the driver
+  // picks the one it loads), so a few kilobytes cannot make the GPU's driver inflate gigabytes.
+  const uint64_t budget = fatbin::decompression_budget(image->size(), config_.image_floor);
+  if (plan.declared > budget)
+    return Status::fail(err::MemoryAllocation,
+                        "the module image of " + std::to_string(image->size()) +
+                            " bytes decompresses to " + std::to_string(plan.declared) +
+                            " bytes, beyond rgpud's budget of " + std::to_string(budget) +
+                            " bytes for it (--max-image-mb " +
+                            std::to_string(config_.image_floor >> 20) + ", or " +
+                            std::to_string(fatbin::kMaxExpansion) + "x the image)");
+  // The code the GPU will hold counts against the session's quota before it is inflated.
+  if (Status s = charge_memory(
+          Hold::ModuleCode, dev, plan.chosen_bytes,
+          "loading a module of " + std::to_string(plan.chosen_bytes) + " bytes of code");
+      !s.ok())
+    return s;
+  if (plan.decompresses()) {
+    auto start = std::chrono::steady_clock::now();
+    if (!slot.take(config_.decompressions, config_.decompression_wait_ms)) {
+      quota_.release(Hold::ModuleCode, dev, plan.chosen_bytes);
+      return Status::fail(err::MemoryAllocation,
+                          "no decompression slot came free within " +
+                              std::to_string(config_.decompression_wait_ms) +
+                              " ms: rgpud decompresses at most " +
+                              std::to_string(config_.decompressions->slots()) +
+                              " module images at once (--max-decompressions)");
+    }
+    if (slot.held())
+      LOG_INFO("decompression slot %d taken after %lld ms", slot.index(),
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - start)
+                                          .count()));
+  }
+  try {
+    info = fatbin::describe_image(image->data(), image->size(), plan);
+  } catch (const fatbin::FatbinError& e) {
+    quota_.release(Hold::ModuleCode, dev, plan.chosen_bytes);
+    return Status::fail(kInvalidKernelImage, parse_error(*image, e));
+  }
+  info.code_bytes = plan.chosen_bytes;  // what was charged (equal: declared sizes are checked)
+  return Status::success();
+}
+
+Status Session::load_module(uint32_t dev, const Hash& hash, const Image& image) {
+  if (module_ids_[dev].count(hash)) return Status::success();
+  const int d = static_cast<int>(dev);
+  // Loading a module or its functions may synchronize the GPU's context (lazy loading).
+  settle_peer_copies("loading a module");
+  Module m;
+  DecompressionSlot slot;  // held while the backend loads (its driver decompresses too)
+  if (Status s = describe_module(dev, image, m.info, slot); !s.ok()) return s;
+  m.code_bytes = m.info.code_bytes;
+  auto refuse = [&](Status s) {
+    quota_.release(Hold::ModuleCode, dev, m.code_bytes);
+    quota_.release(Hold::ModuleGlobals, dev, m.global_bytes);
+    return s;
+  };
+  // Its variables, as the image says, before the backend allocates them.
+  uint64_t globals = m.info.global_bytes;
+  for (const auto& [name, var] : m.info.globals)  // named ones outside those sections, if any
+    globals = std::max(globals, var.size);
+  if (Status s = charge_memory(
+          Hold::ModuleGlobals, dev, globals,
+          "loading a module whose variables take " + std::to_string(globals) + " bytes");
+      !s.ok())
+    return refuse(s);
+  m.global_bytes = globals;
+  if (Status s = exec_.module_load(d, image->data(), image->size(), m.info, m.handle); !s.ok())
+    return refuse(s);
+  // And as the backend reports it, when it set aside more (rounding, alignment).
+  if (uint64_t reported = exec_.module_bytes(d, m.handle); reported > m.global_bytes) {
+    if (Status s = charge_memory(
+            Hold::ModuleGlobals, dev, reported - m.global_bytes,
+            "loading a module whose variables take " + std::to_string(reported) + " bytes");
+        !s.ok()) {
+      exec_.module_unload(d, m.handle);
+      return refuse(s);
+    }
+    m.global_bytes = reported;
+  }
+  slot.reset();
+  module_ids_[dev].emplace(hash, static_cast<uint32_t>(modules_[dev].size()));
+  modules_[dev].push_back(std::move(m));
+  LOG_INFO("module %s loaded on GPU %u", hex(hash.data(), 8).c_str(), dev);
+  return Status::success();
+}
+
 Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& image,
                                const std::vector<std::string>& functions,
                                const std::vector<VarName>& variables, ModuleRep& rep) {
   const int d = static_cast<int>(dev);
-  // Loading a module or its functions may synchronize the GPU's context (lazy loading).
-  settle_peer_copies("loading a module");
+  if (Status s = load_module(dev, hash, image); !s.ok()) return s;
   auto it = module_ids_[dev].find(hash);
-  if (it == module_ids_[dev].end()) {
-    Module m;
-    try {
-      m.info = fatbin::describe_image(image->data(), image->size());
-    } catch (const fatbin::FatbinError& e) {
-      return Status::fail(kInvalidKernelImage, parse_error(*image, e));
-    }
-    if (Status s = exec_.module_load(d, image->data(), image->size(), m.info, m.handle); !s.ok())
-      return s;
-    it = module_ids_[dev].emplace(hash, static_cast<uint32_t>(modules_[dev].size())).first;
-    modules_[dev].push_back(std::move(m));
-    LOG_INFO("module %s loaded on GPU %u", hex(hash.data(), 8).c_str(), dev);
-  }
   Module& m = modules_[dev][it->second];
   rep.module = it->second;
   m.kernels.assign(functions.size(), 0);

@@ -31,12 +31,24 @@ std::string hex(uint64_t v) {
 MemPools& Session::pools() {
   if (pools_) return *pools_;
   PoolOps ops;
+  // What pools hold from the heap (cached blocks too) counts against --client-mem-limit; a
+  // refused charge is an allocation failure, after which the pools give back cached blocks.
   // heap_mu_: a waiter may be freeing (drain_frees) meanwhile.
   ops.heap_alloc = [this](uint32_t dev, uint64_t window, uint64_t size, uint64_t& ptr) {
-    std::lock_guard<std::timed_mutex> lock(heap_mu_);
-    return windows_.alloc(dev, window, size, ptr);
+    if (Status s = quota_.charge(Hold::Pool, dev, size,
+                                 "a memory pool taking " + std::to_string(size) + " bytes");
+        !s.ok())
+      return s;
+    Status s;
+    {
+      std::lock_guard<std::timed_mutex> lock(heap_mu_);
+      s = windows_.alloc(dev, window, size, ptr);
+    }
+    if (!s.ok()) quota_.release(Hold::Pool, dev, size);
+    return s;
   };
-  ops.heap_free = [this](uint32_t dev, uint64_t ptr) {
+  ops.heap_free = [this](uint32_t dev, uint64_t ptr, uint64_t size) {
+    quota_.release(Hold::Pool, dev, size);
     Status s;
     {
       std::lock_guard<std::timed_mutex> lock(heap_mu_);
@@ -76,21 +88,8 @@ Status Session::on(MallocAsyncMsg, const MallocAsyncReq& q, MallocAsyncRep& rep)
   uint64_t stream = 0;
   if (Status s = stream_of(q.device, q.stream, stream); !s.ok()) return s;
   if (q.size == 0) return invalid("zero-byte stream-ordered allocation");
-  if (config_.mem_limit) {  // --client-mem-limit counts what pools hold from the heap
-    auto held = [&] {
-      uint64_t n = pools().reserved_bytes();
-      for (const auto& t : allocs_) n += t.freeable_bytes();
-      return n;
-    };
-    if (q.size > config_.mem_limit || held() > config_.mem_limit - q.size)
-      pools().release_cached(q.device);
-    if (q.size > config_.mem_limit || held() > config_.mem_limit - q.size)
-      return Status::fail(err::MemoryAllocation,
-                          "allocating " + std::to_string(q.size) + " bytes would exceed rgpud's " +
-                              "per-client device memory limit of " +
-                              std::to_string(config_.mem_limit) + " bytes (--client-mem-limit; " +
-                              std::to_string(held()) + " bytes held)");
-  }
+  if (!quota_.fits(q.size))  // every GPU's cached blocks count: they go back first
+    for (size_t d = 0; d < allocs_.size(); ++d) pools().release_cached(static_cast<uint32_t>(d));
   Status s = pools().alloc(q.device, q.pool, q.window, stream, q.size, rep.ptr);
   // In the table (so copies and launches may name it) but not freeable by cudaFree's request.
   if (s.ok()) allocs_[q.device].add(rep.ptr, q.size, false);

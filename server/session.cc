@@ -46,6 +46,8 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       async_pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
       windows_(exec),
+      quota_(config_.mem_limit),
+      archs_(exec.device_count()),
       modules_(exec.device_count()),
       module_ids_(exec.device_count()),
       free_events_(exec.device_count()),
@@ -541,6 +543,8 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
   windows_.release_device(q.device);
   if (pools_) pools_->forget_device(q.device);
   allocs_[dev].clear();
+  quota_.release_all(Hold::Malloc, q.device);  // pools, modules, VMM and IPC: below and above
+  quota_.release_all(Hold::Pool, q.device);
   for (auto& [id, x] : graphs_.execs)  // native graphs go with the context: let them go first
     if (x.device == q.device) {
       drop_native(x);
@@ -570,17 +574,10 @@ Status Session::on(MemGetInfoMsg, const DeviceReq& q, MemGetInfoRep& rep) {
 Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (q.size == 0) return invalid("zero-byte allocation");
-  if (config_.mem_limit) {  // --client-mem-limit
-    uint64_t held = 0;
-    for (const auto& t : allocs_) held += t.freeable_bytes();
-    for (const auto& [id, h] : vmm_handles_) held += h.size;  // cuMemCreate's (server/vmm.cc)
-    if (q.size > config_.mem_limit || held > config_.mem_limit - q.size)
-      return Status::fail(err::MemoryAllocation,
-                          "allocating " + std::to_string(q.size) + " bytes would exceed rgpud's " +
-                              "per-client device memory limit of " +
-                              std::to_string(config_.mem_limit) + " bytes (--client-mem-limit; " +
-                              std::to_string(held) + " bytes held)");
-  }
+  if (Status s = charge_memory(Hold::Malloc, q.device, q.size,
+                               "allocating " + std::to_string(q.size) + " bytes");
+      !s.ok())
+    return s;
   Status s;
   {
     std::lock_guard<std::timed_mutex> lock(heap_mu_);
@@ -599,15 +596,26 @@ Status Session::on(MallocMsg, const MallocReq& q, MallocRep& rep) {
       s = windows_.alloc(q.device, q.window, q.size, rep.ptr);
     }
   }
-  if (s.ok()) allocs_[q.device].add(rep.ptr, q.size);
+  if (s.ok())
+    allocs_[q.device].add(rep.ptr, q.size);
+  else
+    quota_.release(Hold::Malloc, q.device, q.size);
   return s;
+}
+
+Status Session::charge_memory(Hold why, uint32_t dev, uint64_t bytes, const std::string& action) {
+  if (!quota_.fits(bytes) && pools_)
+    for (size_t d = 0; d < allocs_.size(); ++d) pools_->release_cached(static_cast<uint32_t>(d));
+  return quota_.charge(why, dev, bytes, action);
 }
 
 Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   if (!allocs_[q.device].is_base(q.ptr))
     return invalid("free of a pointer that is not an allocation");
-  allocs_[q.device].remove(q.ptr);     // later requests may not use it
+  uint64_t size = 0;
+  allocs_[q.device].remove(q.ptr, &size);  // later requests may not use it
+  quota_.release(Hold::Malloc, q.device, size);
   revoke_ipc_export(q.device, q.ptr);  // nor may a handle of it open anything any more
   defer_free(static_cast<int>(q.device), q.ptr, current_->header);
   return Status::success();

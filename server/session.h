@@ -31,6 +31,7 @@
 #include "server/address_windows.h"
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
+#include "server/decompressions.h"
 #include "server/graphs.h"
 #include "server/host_work.h"
 #include "server/mem_pools.h"
@@ -41,6 +42,7 @@
 #include "server/peer_copy.h"
 #include "server/peer_fences.h"
 #include "server/peer_host.h"
+#include "server/quota.h"
 #include "server/waiter.h"
 #include "transport/connection.h"
 
@@ -68,6 +70,12 @@ struct SessionConfig {
   bool authenticated = false;  // the handshake already happened (rgpud's session process)
   // Per-client limits (0: none); exceeding one fails the request with a message naming it.
   uint64_t mem_limit = 0;  // bytes of device memory, all GPUs together (--client-mem-limit)
+  // Module images (server/modules.cc): what one may decompress to, at least (rgpud
+  // --max-image-mb; fatbin::decompression_budget), and the daemon's decompression slots
+  // (--max-decompressions; null: no limit), waited for at most decompression_wait_ms.
+  uint64_t image_floor = fatbin::kDefaultImageFloor;
+  DecompressionSlots* decompressions = nullptr;
+  int decompression_wait_ms = 30000;
   size_t max_streams = 0;  // streams alive at once (--client-max-streams)
   size_t max_events = 0;   // events alive at once (--client-max-events)
   // Liveness (rgpud --client-timeout): once a frame has begun, its body and payload must arrive
@@ -147,7 +155,12 @@ class Session {
   Status read_rows_async(uint32_t dev, uint64_t src, uint64_t spitch, uint64_t width,
                          uint64_t height, uint64_t stream);
 
-  // Modules (server/modules.cc).
+  // Modules (server/modules.cc).  load_module loads the image on GPU `dev` unless it is already
+  // (describe_module: within the image budget and a decompression slot, charged to quota_).
+  Status load_module(uint32_t dev, const proto::Hash& hash, const Image& image);
+  Status describe_module(uint32_t dev, const Image& image, fatbin::ModuleInfo& info,
+                         DecompressionSlot& slot);
+  uint32_t device_arch(uint32_t dev);  // compute capability, major * 10 + minor (0: unknown)
   Status resolve_module(uint32_t dev, const proto::Hash& hash, const Image& image,
                         const std::vector<std::string>& functions,
                         const std::vector<proto::VarName>& variables, proto::ModuleRep& rep);
@@ -241,6 +254,11 @@ class Session {
   HostWork host_work_;
   std::vector<AllocationTable> allocs_;
   AddressWindows windows_;  // where allocations go (server/address_windows.h)
+  MemoryQuota quota_;       // what the GPUs hold for this client (--client-mem-limit)
+  // A charge for `bytes` of cudaMalloc-like memory; when it does not fit, memory pools first
+  // give back the cached blocks they hold (as the driver does when memory runs short).
+  Status charge_memory(Hold why, uint32_t dev, uint64_t bytes, const std::string& action);
+  std::vector<uint32_t> archs_;  // per GPU: device_arch's answer, once known
 
   // Requests from the reader to the dispatcher.
   std::mutex queue_mu_;
@@ -287,6 +305,7 @@ class Session {
   struct Module {
     uint64_t handle = 0;
     fatbin::ModuleInfo info;
+    uint64_t code_bytes = 0, global_bytes = 0;  // charged to quota_ (Hold::ModuleCode, ...Globals)
     std::vector<uint64_t> kernels;  // backend handles, by the client's function index (0: missing)
     std::vector<fatbin::KernelLayout> layouts;
   };
@@ -394,7 +413,8 @@ class Session {
   struct IpcImport {
     uint32_t device;
     uint64_t map;   // the mapping's reserved range: [map, map + span)
-    uint64_t span;  // the exported allocation is [key, key + its size) inside it
+    uint64_t span;  // the exported allocation is [key, key + size) inside it
+    uint64_t size;  // charged to the importer's quota (Hold::IpcImport)
   };
   void close_ipc_imports(uint32_t dev);  // cudaDeviceReset, session end
   // Withdraws the export of the allocation starting at `ptr` (it is being freed); false when it
@@ -439,7 +459,8 @@ class Session {
     uint32_t device;
     uint64_t handle;
     bool mipmapped;
-    uint64_t owner;  // a level's mipmapped array (its client id); 0 otherwise
+    uint64_t owner;      // a level's mipmapped array (its client id); 0 otherwise
+    uint64_t bytes = 0;  // charged to quota_ (Hold::Array)
   };
   std::map<uint64_t, ArrayRecord> arrays_;
   std::map<std::pair<uint32_t, uint64_t>, bool> tex_objects_;  // -> is a surface

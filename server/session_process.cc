@@ -164,6 +164,9 @@ void run_session_process(const SessionProcessConfig& cfg,
     sc.output = &output;
     sc.authenticated = true;
     sc.mem_limit = d.client_mem_limit;
+    sc.image_floor = d.max_image_mb << 20;
+    sc.decompressions = cfg.decompressions;
+    sc.decompression_wait_ms = d.decompression_wait_ms;
     sc.max_streams = d.client_max_streams;
     sc.max_events = d.client_max_events;
     sc.control = control;  // CUDA IPC requests to rgpud (server/ipc_exports.h)

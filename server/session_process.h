@@ -12,6 +12,7 @@
 #include "backend/host/host_executor.h"
 #include "proto/messages_nvml.h"
 #include "server/daemon.h"
+#include "server/decompressions.h"
 #include "server/module_cache.h"
 #include "transport/provider.h"
 #include "transport/tls/tls.h"
@@ -28,6 +29,7 @@ struct SessionProcessConfig {
   std::vector<backend::HostLedger*> ledgers;  // host backend
   const backend::HostKernels* host_kernels = nullptr;
   const ModuleCache* cache = nullptr;
+  DecompressionSlots* decompressions = nullptr;  // shared by every session (--max-decompressions)
   const transport::TlsContext* tls = nullptr;        // TCP clients must use TLS
   const transport::TlsContext* peer_tls = nullptr;   // the same certificate for peer links
   const proto::NvmlProbeTable* gpu_table = nullptr;  // cuda backend: what the GPU probe learnt

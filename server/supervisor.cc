@@ -213,6 +213,7 @@ void Supervisor::reap() {
   int status;
   for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
     for (auto* l : ledgers_) l->release_process(p);
+    if (decompressions_) decompressions_->release_process(p);
     ipc_.drop_owner(p);
     peers_.drop_owner(p);
     auto it = std::find_if(children_.begin(), children_.end(),

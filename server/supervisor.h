@@ -12,6 +12,7 @@
 
 #include "backend/host/host_ledger.h"
 #include "server/daemon.h"
+#include "server/decompressions.h"
 #include "server/ipc_exports.h"
 #include "server/peer_routes.h"
 
@@ -30,6 +31,8 @@ class Supervisor {
   // Returns that budget (0: no exports fit).  Call after set_max_sessions.
   size_t set_fd_limit(uint64_t limit, size_t open_now);
   static constexpr size_t kFdSlack = 64;
+  // The decompression slots whose holders reap() frees (server/decompressions.h).
+  void set_decompressions(DecompressionSlots* slots) { decompressions_ = slots; }
   // A new session process, in its handshake; `control` is the daemon's end of its control socket.
   // `source` is whom it counts under before it authenticates (PendingConnection::source), `local`
   // whether it came over a co-located transport (shared memory).
@@ -82,6 +85,7 @@ class Supervisor {
 
   const DaemonConfig& cfg_;
   std::vector<backend::HostLedger*> ledgers_;
+  DecompressionSlots* decompressions_ = nullptr;
   int max_sessions_;
   std::vector<Child> children_;
   IpcExports ipc_;    // what sessions exported for CUDA IPC

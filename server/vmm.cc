@@ -101,22 +101,19 @@ Status Session::on(VmmCreateMsg, const VmmCreateReq& q, Empty&) {
                    std::to_string(granule) + ")");
   if (q.handle == 0 || vmm_handles_.count(q.handle))
     return invalid("cuMemCreate: handle " + hex(q.handle) + " is in use");
-  if (config_.mem_limit) {  // --client-mem-limit counts physical allocations too
-    uint64_t held = 0;
-    for (const auto& t : allocs_) held += t.freeable_bytes();
-    for (const auto& [id, h] : vmm_handles_) held += h.size;
-    if (q.size > config_.mem_limit || held > config_.mem_limit - q.size)
-      return Status::fail(err::MemoryAllocation,
-                          "cuMemCreate of " + std::to_string(q.size) + " bytes would exceed " +
-                              "rgpud's per-client device memory limit (--client-mem-limit)");
-  }
+  if (Status s = charge_memory(Hold::Vmm, q.device, q.size,
+                               "cuMemCreate of " + std::to_string(q.size) + " bytes");
+      !s.ok())
+    return s;
   VmmHandle h;
   h.device = q.device;
   h.size = q.size;
   if (Status s = exec_.vmm_create(static_cast<int>(q.device), q.size,
                                   (q.handle_types & kHandleTypePosixFd) != 0, h.backend);
-      !s.ok())
+      !s.ok()) {
+    quota_.release(Hold::Vmm, q.device, q.size);
     return s;
+  }
   vmm_handles_[q.handle] = h;
   return Status::success();
 }
@@ -127,6 +124,7 @@ void Session::vmm_unref(uint64_t handle, std::vector<uint64_t>* released) {
   if (Status s = exec_.vmm_release(static_cast<int>(it->second.device), it->second.backend);
       !s.ok())
     LOG_WARN("releasing a physical allocation failed: %s", s.message.c_str());
+  quota_.release(Hold::Vmm, it->second.device, it->second.size);
   if (released) released->push_back(handle);
   vmm_handles_.erase(it);
 }
@@ -287,6 +285,7 @@ void Session::close_vmm(uint32_t dev) {
       continue;
     }
     exec_.vmm_release(static_cast<int>(dev), it->second.backend);
+    quota_.release(Hold::Vmm, dev, it->second.size);
     it = vmm_handles_.erase(it);
   }
   std::lock_guard<std::timed_mutex> lock(heap_mu_);

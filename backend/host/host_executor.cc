@@ -582,6 +582,10 @@ class HostExecutor final : public Executor {
     modules_[module - 1].reset();  // kernels queued on streams keep their module alive
     return Status::success();
   }
+  uint64_t module_bytes(int, uint64_t module) override {
+    if (module == 0 || module > modules_.size() || !modules_[module - 1]) return 0;
+    return modules_[module - 1]->bytes;  // what the ledger was charged
+  }
   Status kernel_get(int dev, uint64_t module, const std::string& name, uint64_t& kernel,
                     std::optional<fatbin::KernelLayout>& driver_layout) override {
     driver_layout.reset();  // the host double has no driver to ask

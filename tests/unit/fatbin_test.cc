@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <zstd.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -451,4 +452,106 @@ TEST(FatbinCrafted, PtxParameterLists) {
   EXPECT_THROW(parse_ptx(".entry k( .param .u32 a"), FatbinError);
   EXPECT_NO_THROW(parse_ptx(".entry"));
   EXPECT_NO_THROW(parse_ptx(".entry k"));
+}
+
+// ---- What an image costs, known from its headers (plan_image), and only the entry used ----
+
+TEST(FatbinPlan, ChoosesTheEntryTheGpuLoads) {
+  auto bin = read_file("multi.fatbin");  // sm_80 and sm_90 cubins, compute_90 PTX
+  auto chosen = [&](uint32_t arch) {
+    ImagePlan plan = plan_image(bin.data(), bin.size(), arch);
+    std::string s;
+    for (size_t i : plan.chosen)
+      s += (s.empty() ? "" : " ") +
+           std::string(plan.entries[i].kind == EntryKind::Elf ? "sm_" : "compute_") +
+           std::to_string(plan.entries[i].arch);
+    return s;
+  };
+  EXPECT_EQ(chosen(90), "sm_90");
+  EXPECT_EQ(chosen(89), "sm_80");   // same major version, not newer
+  EXPECT_EQ(chosen(100), "sm_90");  // no sm_10x: the newest cubin describes what the PTX holds
+  EXPECT_EQ(chosen(75), "sm_80 sm_90 compute_90");  // nothing fits: every entry
+  EXPECT_EQ(chosen(0), "sm_80 sm_90 compute_90");
+  auto ptx = read_file("lz4_ptx.fatbin");
+  ImagePlan p = plan_image(ptx.data(), ptx.size(), 90);
+  ASSERT_EQ(p.chosen.size(), 1u);
+  EXPECT_EQ(p.entries[p.chosen[0]].kind, EntryKind::Ptx);
+  EXPECT_TRUE(p.decompresses());
+  // Describing the chosen cubin alone gives every kernel, the variables and what they take.
+  ModuleInfo info = describe_image(bin.data(), bin.size(), plan_image(bin.data(), bin.size(), 90));
+  expect_kernels(info.kernels, "describe_image(multi, sm_90)");
+  EXPECT_TRUE(info.globals.count("g_init"));
+  EXPECT_GE(info.global_bytes, 4u + 32u + 16u);  // g_init, g_zero, g_const
+  EXPECT_EQ(info.code_bytes, plan_image(bin.data(), bin.size(), 90).chosen_bytes);
+}
+
+TEST(FatbinPlan, WhatNvccWritesIsWellWithinTheBudget) {
+  // The measured ratios (fatbin.h): decompressed bytes over stored bytes of each test image.
+  for (const char* name : {"multi.fatbin", "zstd.fatbin", "lz4_ptx.fatbin", "plain_ptx.fatbin"}) {
+    auto bin = read_file(name);
+    ImagePlan plan = plan_image(bin.data(), bin.size(), 90);
+    EXPECT_LE(plan.declared, 16 * bin.size()) << name;
+    EXPECT_LE(plan.declared, decompression_budget(bin.size())) << name;
+  }
+  EXPECT_EQ(decompression_budget(33 << 10), kDefaultImageFloor);
+  EXPECT_EQ(decompression_budget(2 << 20), 128ull << 20);
+  EXPECT_EQ(decompression_budget(1ull << 40), kMaxImageBytes);  // no overflow
+  EXPECT_EQ(decompression_budget(1 << 20, 512ull << 20), 512ull << 20);
+}
+
+TEST(FatbinPlan, OnlyTheChosenEntryIsDecompressed) {
+  // An sm_90 cubin, and an sm_80 entry of garbage declaring 200 MiB: a GPU of compute
+  // capability 9.0 never looks inside the latter.
+  FatbinBuilder b;
+  auto cubin = rgpu::test::basic_cubin().build();
+  b.entries.push_back({2, 90, 0x8000, rgpu::test::zstd_frame(cubin), cubin.size()});
+  b.entries.push_back({2, 80, 0x8000, std::vector<uint8_t>(64, 0x11), 200ull << 20});
+  auto bin = b.build();
+  size_t rss = max_rss_kib();
+  ModuleInfo info = describe_image(bin.data(), bin.size(), plan_image(bin.data(), bin.size(), 90));
+  EXPECT_TRUE(info.kernels.count("k"));
+  EXPECT_EQ(info.code_bytes, cubin.size());
+  EXPECT_NE(refusal(bin).find("zstd"), std::string::npos);  // every entry: the garbage is read
+  EXPECT_LT(max_rss_kib() - rss, 64u << 10);
+}
+
+TEST(FatbinPlan, ABombIsPricedFromItsHeaders) {
+  // 33 KB declaring 1 GiB (four 256 MiB entries of zeros, the largest each may declare): the
+  // plan reads 4 headers, allocates nothing and says what decompressing would cost.
+  FatbinBuilder b;
+  auto zeros = rgpu::test::zstd_zeros(kMaxEntryBytes);
+  for (uint32_t arch : {90u, 80u, 75u, 70u})
+    b.entries.push_back({2, arch, 0x8000, zeros, kMaxEntryBytes});
+  auto bin = b.build();
+  EXPECT_LT(bin.size(), 40u << 10);
+  size_t rss = max_rss_kib();
+  auto start = std::chrono::steady_clock::now();
+  ImagePlan plan = plan_image(bin.data(), bin.size(), 90);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50));
+  EXPECT_EQ(plan.declared, 4 * kMaxEntryBytes);
+  EXPECT_GT(plan.declared, decompression_budget(bin.size()));
+  EXPECT_EQ(plan.chosen_bytes, kMaxEntryBytes);  // a GPU would inflate one of them
+  EXPECT_LT(max_rss_kib() - rss, 16u << 10);
+  // The hand-written frames are real zstd: one of 1 MiB of zeros decompresses.
+  FatbinBuilder one;
+  auto ptx_text = std::string(".version 8.0\n.target sm_90\n") + std::string(1 << 20, ' ');
+  std::vector<uint8_t> ptx(ptx_text.begin(), ptx_text.end());
+  one.entries.push_back({1, 90, 0x8000, rgpu::test::zstd_frame(ptx), ptx.size()});
+  auto small = one.build();
+  EXPECT_EQ(refusal(small), "");
+  EXPECT_EQ(describe(small.data(), small.size()).code_bytes, ptx.size());
+}
+
+TEST(FatbinCrafted, VariablesAreCountedBySectionsNotSymbols) {
+  // 900 MiB of .nv.global that no symbol names, and a constant bank: what the driver allocates.
+  CubinBuilder c = rgpu::test::basic_cubin();
+  c.add({".nv.global", CubinBuilder::kNobits, {}, 900ull << 20});
+  c.add({".nv.constant3", 1, std::vector<uint8_t>(256, 0)});
+  auto img = c.build();
+  ModuleInfo info = parse_cubin(img.data(), img.size());
+  EXPECT_TRUE(info.globals.empty());
+  EXPECT_EQ(info.global_bytes, (900ull << 20) + 256);
+  c.add({".nv.global.init", CubinBuilder::kNobits, {}, UINT64_MAX - 1});  // saturates
+  img = c.build();
+  EXPECT_EQ(parse_cubin(img.data(), img.size()).global_bytes, UINT64_MAX);
 }

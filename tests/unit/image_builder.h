@@ -156,6 +156,38 @@ struct FatbinBuilder {
   }
 };
 
+// A zstd frame holding `n` bytes from `byte_at` (RLE blocks where a 128 KiB block repeats one byte,
+// raw blocks elsewhere), written without a compressor: runs of one byte shrink 32768-fold, so a
+// few kilobytes declare hundreds of megabytes, as a decompression bomb would.
+template <class ByteAt>
+std::vector<uint8_t> zstd_frame(uint64_t n, ByteAt byte_at) {
+  constexpr uint64_t kBlock = 128u << 10;
+  std::vector<uint8_t> z = {0x28, 0xB5, 0x2F, 0xFD, 0xE0};  // magic; single segment, 8-byte size
+  for (int i = 0; i < 8; ++i) z.push_back(static_cast<uint8_t>(n >> (8 * i)));
+  if (n == 0) z.insert(z.end(), {1, 0, 0});  // one empty last raw block
+  for (uint64_t at = 0; at < n; at += kBlock) {
+    const uint64_t len = n - at < kBlock ? n - at : kBlock;
+    const uint8_t first = byte_at(at);
+    bool run = true;
+    for (uint64_t i = 1; i < len && run; ++i) run = byte_at(at + i) == first;
+    const uint32_t header = static_cast<uint32_t>(len << 3) | (run ? 2u : 0u) |
+                            (at + len == n ? 1u : 0u);  // size, type (1: RLE), last block
+    for (int i = 0; i < 3; ++i) z.push_back(static_cast<uint8_t>(header >> (8 * i)));
+    if (run) {
+      z.push_back(first);
+    } else {
+      for (uint64_t i = 0; i < len; ++i) z.push_back(byte_at(at + i));
+    }
+  }
+  return z;
+}
+inline std::vector<uint8_t> zstd_frame(const std::vector<uint8_t>& data) {
+  return zstd_frame(data.size(), [&](uint64_t i) { return data[i]; });
+}
+inline std::vector<uint8_t> zstd_zeros(uint64_t n) {
+  return zstd_frame(n, [](uint64_t) { return uint8_t{0}; });
+}
+
 // A cubin with one kernel `k` of parameters (ptr, int) and the globals the caller adds.
 inline CubinBuilder basic_cubin() {
   CubinBuilder c;

@@ -32,8 +32,9 @@ struct FakeGpu {
       used += size;
       return Status::success();
     };
-    o.heap_free = [this](uint32_t, uint64_t ptr) {
+    o.heap_free = [this](uint32_t, uint64_t ptr, uint64_t size) {
       ASSERT_TRUE(heap.count(ptr)) << "double or bad heap free";
+      EXPECT_EQ(heap[ptr], size) << "the heap free names another size than its allocation";
       used -= heap[ptr];
       heap.erase(ptr);
     };

@@ -1,14 +1,19 @@
 // Module images a client sends, through a server Session with the host backend: crafted images are
 // refused with cudaErrorInvalidKernelImage (or an allocation error) without a fault, are never
 // written to the module cache, and the session keeps serving.  The module cache itself: size caps,
-// least-recently-used eviction, and concurrent sessions (processes) storing at once.
+// least-recently-used eviction, and concurrent sessions (processes) storing at once.  Tenants:
+// module variables and code count against the session's memory limit, images are priced from
+// their headers, and decompression takes turns (the daemon's slots, across processes).
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -16,6 +21,7 @@
 #include "backend/host/host_executor.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "server/decompressions.h"
 #include "server/session.h"
 #include "tests/unit/image_builder.h"
 #include "transport/tcp/tcp.h"
@@ -83,6 +89,7 @@ class ModuleLoadTest : public ::testing::Test {
       auto exec = backend::make_host_executor({ledger_});
       server::SessionConfig cfg{std::nullopt, "test"};
       cfg.module_cache = cache_.get();
+      configure(cfg);
       server::Session s(*server_conn_, *exec, cfg);
       s.run();
       server_conn_->shutdown();
@@ -91,6 +98,7 @@ class ModuleLoadTest : public ::testing::Test {
     HelloRep rep;
     ASSERT_EQ(reply(rep), 0) << msg_;
   }
+  virtual void configure(server::SessionConfig&) {}
   void TearDown() override {
     if (client_) client_->shutdown();
     if (thread_.joinable()) thread_.join();
@@ -123,6 +131,11 @@ class ModuleLoadTest : public ::testing::Test {
     q.functions = {"k"};
     q.variables = std::move(vars);
     send_req<ModuleLoadMsg>(q, ++id_, image.data(), image.size());
+    return reply(rep);
+  }
+  int32_t malloc_bytes(uint64_t size) {
+    MallocRep rep;
+    send_req<MallocMsg>(MallocReq{0, size, 0}, ++id_);
     return reply(rep);
   }
   void expect_alive() {
@@ -276,4 +289,176 @@ TEST(ModuleCache, ConcurrentProcessesNeverLeavePartialOrForeignFiles) {
   }
   EXPECT_LE(total, 8u << 20);
   remove_dir(dir);
+}
+
+// ---- tenants (issue 36): module variables and code count against the session's quota, and
+// decompression is budgeted per image and takes turns across sessions ----
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A valid fat binary whose one cubin (sm_90, zstd) decompresses to about `bytes` (a section of
+// zeros); `seed` makes images differ.
+std::vector<uint8_t> inflating_fatbin(uint64_t bytes, uint8_t seed) {
+  CubinBuilder c = rgpu::test::basic_cubin();
+  std::vector<uint8_t> text(bytes, 0);
+  text[0] = seed;
+  c.add({".text.k", 1, std::move(text)});
+  std::vector<uint8_t> cubin = c.build();
+  FatbinBuilder b;
+  b.entries.push_back({2, 90, 0x8000, rgpu::test::zstd_frame(cubin), cubin.size()});
+  return b.build();
+}
+
+// 33 KB declaring 1 GiB: four 256 MiB entries of zeros (the issue's bomb).
+std::vector<uint8_t> bomb_fatbin() {
+  FatbinBuilder b;
+  auto zeros = rgpu::test::zstd_zeros(fatbin::kMaxEntryBytes);
+  for (uint32_t arch : {90u, 80u, 75u, 70u})
+    b.entries.push_back({2, arch, 0x8000, zeros, fatbin::kMaxEntryBytes});
+  return b.build();
+}
+
+class ModuleQuotaTest : public ModuleLoadTest {
+ protected:
+  void configure(server::SessionConfig& c) override {
+    c.mem_limit = 256ull << 20;
+    c.decompressions = slots_;
+    c.decompression_wait_ms = 300;
+  }
+  server::DecompressionSlots* slots_ = server::DecompressionSlots::create(1);
+};
+
+}  // namespace
+
+TEST_F(ModuleQuotaTest, VariablesCountAgainstTheClientMemoryLimit) {
+  // 900 MiB fits the GPU (1 GiB) but not the client's 256 MiB: refused at load, nothing held.
+  ModuleRep rep;
+  uint64_t before = ledger_->used();
+  EXPECT_EQ(load(fatbin_with_global(900ull << 20), rep), err::MemoryAllocation) << msg_;
+  EXPECT_NE(msg_.find("--client-mem-limit"), std::string::npos) << msg_;
+  EXPECT_NE(msg_.find("variables take 943718400 bytes"), std::string::npos) << msg_;
+  EXPECT_EQ(ledger_->used(), before);
+  expect_alive();
+  EXPECT_EQ(malloc_bytes(200ull << 20), 0) << msg_;  // the refused module holds nothing
+  // With those 200 MiB allocated, modules with 1 and 50 MiB of variables leave 5 MiB.
+  ModuleRep small;
+  EXPECT_EQ(load(fatbin_with_global(1ull << 20), small), 0) << msg_;
+  EXPECT_EQ(load(fatbin_with_global(50ull << 20), rep, {VarName{"g_big", 0}}), 0) << msg_;
+  ASSERT_TRUE(rep.variables.at(0).found);
+  EXPECT_EQ(malloc_bytes(8ull << 20), err::MemoryAllocation) << msg_;  // 200 + 1 + 50 + 8
+  EXPECT_NE(msg_.find("--client-mem-limit"), std::string::npos) << msg_;
+  EXPECT_NE(msg_.find("by module variables"), std::string::npos) << msg_;
+  EXPECT_EQ(malloc_bytes(4ull << 20), 0) << msg_;
+}
+
+TEST_F(ModuleQuotaTest, DecompressedCodeCountsAgainstTheClientMemoryLimit) {
+  // Four modules of 60 MiB of code each fit 256 MiB; a fifth does not, and is refused before it
+  // is decompressed.
+  ModuleRep rep;
+  for (uint8_t i = 1; i <= 4; ++i)
+    EXPECT_EQ(load(inflating_fatbin(60ull << 20, i), rep), 0) << int(i) << ": " << msg_;
+  auto start = Clock::now();
+  EXPECT_EQ(load(inflating_fatbin(60ull << 20, 5), rep), err::MemoryAllocation) << msg_;
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_NE(msg_.find("bytes of code would exceed"), std::string::npos) << msg_;
+  EXPECT_NE(msg_.find("--client-mem-limit"), std::string::npos) << msg_;
+  EXPECT_EQ(slots_->in_use(), 0);
+  expect_alive();
+}
+
+TEST_F(ModuleQuotaTest, ABombIsRefusedFromItsHeadersAtOnce) {
+  std::vector<uint8_t> bomb = bomb_fatbin();
+  ASSERT_LT(bomb.size(), 40u << 10);
+  rusage u0{}, u1{};
+  getrusage(RUSAGE_SELF, &u0);
+  auto start = Clock::now();
+  ModuleRep rep;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(load(bomb, rep), err::MemoryAllocation) << msg_;
+    EXPECT_NE(msg_.find("decompresses to 1073741824 bytes"), std::string::npos) << msg_;
+    EXPECT_NE(msg_.find("--max-image-mb 64"), std::string::npos) << msg_;
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
+  getrusage(RUSAGE_SELF, &u1);
+  EXPECT_LT(u1.ru_maxrss - u0.ru_maxrss, 32 << 10) << "KiB: something was decompressed";
+  EXPECT_TRUE(files_in(dir_).empty()) << "a refused image reached the module cache";
+  expect_alive();
+}
+
+TEST_F(ModuleQuotaTest, ALoadThatGetsNoDecompressionSlotFailsWithinItsWait) {
+  // Another session (pid 1 here) holds the daemon's only slot.
+  ASSERT_EQ(slots_->acquire(1, 0), 0);
+  std::vector<uint8_t> compressed = inflating_fatbin(1 << 20, 1);
+  ModuleRep rep;
+  auto start = Clock::now();
+  EXPECT_EQ(load(compressed, rep), err::MemoryAllocation) << msg_;
+  auto waited = Clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+  EXPECT_LT(waited, std::chrono::seconds(3));
+  EXPECT_NE(msg_.find("no decompression slot came free within 300 ms"), std::string::npos) << msg_;
+  EXPECT_NE(msg_.find("--max-decompressions"), std::string::npos) << msg_;
+  // An image with nothing to decompress needs no slot.
+  EXPECT_EQ(load(fatbin_with_global(4096), rep), 0) << msg_;
+  // Once the holder is gone (the daemon frees a dead session's slot), the load goes through.
+  slots_->release_process(1);
+  EXPECT_EQ(load(compressed, rep), 0) << msg_;
+  EXPECT_EQ(slots_->in_use(), 0);
+}
+
+TEST(DecompressionSlots, WaitersTakeTurnsAcrossProcesses) {
+  auto* slots = server::DecompressionSlots::create(2);
+  ASSERT_NE(slots, nullptr);
+  // Six processes hold a slot 100 ms each: never more than two at once, none starved.
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  std::vector<pid_t> kids;
+  auto now_us = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  };
+  for (int i = 0; i < 6; ++i) {
+    pid_t p = fork();
+    if (p == 0) {
+      int s = slots->acquire(getpid(), 10000);
+      int64_t held[2] = {now_us(), 0};
+      usleep(100000);
+      held[1] = now_us();
+      slots->release(s, getpid());
+      if (s < 0) held[0] = held[1] = -1;
+      _exit(write(pipefd[1], held, sizeof held) == sizeof held ? 0 : 1);
+    }
+    kids.push_back(p);
+  }
+  for (pid_t p : kids) waitpid(p, nullptr, 0);
+  std::vector<std::pair<int64_t, int64_t>> spans(6);
+  for (auto& sp : spans) {
+    int64_t held[2];
+    ASSERT_EQ(read(pipefd[0], held, sizeof held), static_cast<ssize_t>(sizeof held));
+    ASSERT_GE(held[0], 0) << "a process got no slot within 10 s";
+    sp = {held[0], held[1]};
+  }
+  for (const auto& a : spans) {  // at a's start, how many hold a slot (a included)
+    int at_once = 0;
+    for (const auto& b : spans) at_once += b.first <= a.first && a.first < b.second;
+    EXPECT_LE(at_once, 2);
+  }
+  close(pipefd[0]);
+  close(pipefd[1]);
+  // A process that dies holding a slot leaks nothing once the daemon reaps it.
+  pid_t p = fork();
+  if (p == 0) {
+    slots->acquire(getpid(), 0);
+    _exit(0);  // without releasing it
+  }
+  waitpid(p, nullptr, 0);
+  EXPECT_EQ(slots->in_use(), 1);
+  EXPECT_EQ(slots->acquire(getpid(), 0), 1);
+  EXPECT_EQ(slots->acquire(getpid() + 1, 50), -1);
+  slots->release_process(p);
+  EXPECT_EQ(slots->in_use(), 1);
+  slots->release(1, getpid());
+  EXPECT_EQ(slots->in_use(), 0);
 }
