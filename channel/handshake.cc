@@ -139,7 +139,8 @@ bool accept_handshake(Channel& ch, const AcceptPolicy& policy, HelloReq* hello_o
   HelloRep rep = policy.reply;
   rep.magic = kMagic;
   rep.version = kProtocolVersion;
-  rep.auth_required = policy.token.has_value();
+  rep.auth_required =
+      policy.token.has_value() && !(policy.token_exempt && policy.token_exempt(hello));
   Nonce challenge{};
   if (rep.auth_required) challenge = random_nonce();
   rep.challenge = challenge;

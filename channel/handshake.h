@@ -51,6 +51,10 @@ struct AcceptPolicy {
   // Called once the requester is authenticated, before the reply that admits it: "" admits it,
   // anything else is the reason it is refused (cudaErrorDevicesUnavailable).
   std::function<std::string()> admit;
+  // Requesters that prove themselves otherwise once the handshake is over, and get nothing
+  // until they have (another rgpud's peer link: the peer key, server/peer_host.h), are not asked
+  // for the token: an rgpud never answers a token challenge for a peer link.
+  std::function<bool(const proto::HelloReq&)> token_exempt;
 };
 // True when the requester is authenticated and admitted (`hello` receives its Hello, and the
 // channel knows what it knows); false when it was refused (it got a reply saying why) or left.

@@ -43,7 +43,8 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
   q.height = height;
   q.push = push ? 1 : 0;
   q.stream = s ? s->id : 0;
-  // The active server reaches the passive one where this client does (RGPU_SERVERS).
+  // The passive server as this client names it (RGPU_SERVERS): the key of the active server's
+  // link to it.  The link itself goes where the passive server's ticket says it is.
   const bool v6 = ps.host.find(':') != std::string::npos;
   q.endpoint =
       (v6 ? "[" + ps.host + "]" : ps.host) + ":" + std::to_string(ps.port ? ps.port : kDefaultPort);
@@ -67,9 +68,9 @@ CudaError Client::memcpy_across(void* dst, int dst_dev, size_t dpitch, const voi
       PeerTicketRep ticket;
       e = pl->call<PeerTicketMsg>(Empty{}, &ticket);
       if (e != err::Success) return e;
-      q.ticket = ticket.id;
-      q.secret = ticket.secret;
-      q.tls_pin = ticket.tls_pin;  // the passive rgpud's certificate, learnt over our own link
+      // Handed on unchanged: the active rgpud checks the passive one's MAC before it connects to
+      // the endpoint inside (and the certificate pin, learnt over our own link).
+      q.ticket = ticket.ticket;
       e = al->call<PeerCopyMsg>(q);
       if (e == err::Success) peer_links_[key] = failures;
       sent = true;

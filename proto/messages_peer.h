@@ -1,7 +1,8 @@
 // Messages of server-to-server copies (issue 14): a copy between GPUs of two servers goes from
 // server to server directly.  The first copy between two servers asks the passive server (the
 // one whose GPU is not the stream's) for a one-time ticket and hands it to the active server,
-// which links to the passive one (HelloReq::purpose PeerLink) and shows it (PeerAttach).  The
+// which links to the passive one (HelloReq::purpose PeerLink) and shows it (PeerAttach; both ends
+// prove they hold the peer key and the ticket's secret: PeerProve).  The
 // link then stays up for the client's later copies between the two (each preceded by a
 // PeerFence from the client to the passive server, for order): each names its rows
 // (PeerBegin, checked against the passive session's allocations) and writes them (PeerWrite... +
@@ -21,26 +22,42 @@ namespace rgpu::proto {
 using PeerTicketId = std::array<uint8_t, 16>;
 using PeerSecret = std::array<uint8_t, 32>;
 
+// A ticket as the passive rgpud states it (PeerTicket's reply): the client hands it to the active
+// rgpud unchanged (PeerCopy).  `mac` covers every other field under the peer key, a secret the
+// rgpuds of one cluster share and clients never hold (proto/peer_auth.h): the active rgpud
+// connects to `endpoint` only when the MAC holds, so a client cannot make it connect anywhere
+// else.  All zero `id`: no ticket.
+struct PeerVoucher {
+  PeerTicketId id{};    // routes a peer link to the issuing session (through rgpud)
+  PeerSecret secret{};  // never crosses a peer link: both ends prove they hold it
+  // The SHA-256 of the passive rgpud's TLS certificate when it runs with --tls-cert (all zero when
+  // not): the link must then be TLS, and the active server accepts exactly this certificate.
+  std::array<uint8_t, 32> tls_pin{};
+  // Where the passive rgpud is: the numeric address and port its client reached it at (its
+  // connection's local address; the TCP listener's, as loopback, for a client on shared memory).
+  std::string endpoint;
+  std::string machine;        // its machine (boot id and network namespace): for loopback
+  uint64_t not_after_ms = 0;  // wall clock (ms since 1970) after which the ticket is void
+  std::array<uint8_t, 32> mac{};
+  RGPU_FIELDS(id, secret, tls_pin, endpoint, machine, not_after_ms, mac)
+};
+
 // Client -> passive server: a ticket that lets one peer link attach to this session (the link
 // may then read and write the session's device memory, range by range, for the client).
 using PeerTicketReq = Empty;
 struct PeerTicketRep {
-  PeerTicketId id{};    // routes a peer link to this session (through rgpud)
-  PeerSecret secret{};  // shown once by the peer; compared in constant time
+  PeerVoucher ticket;
   uint32_t expires_ms = 0;
-  // The SHA-256 of this rgpud's TLS certificate when it runs with --tls-cert (all zero when
-  // not): the link must then be TLS, and the active server accepts exactly this certificate.
-  // The client learned it over its own authenticated link to this server.
-  std::array<uint8_t, 32> tls_pin{};
-  RGPU_FIELDS(id, secret, expires_ms, tls_pin)
+  RGPU_FIELDS(ticket, expires_ms)
 };
 
 // Client -> active server (asynchronous, ordered on `stream` of GPU `device`): copy between the
 // local rows (`local`, `local_pitch`) and the remote rows (`remote`, `remote_pitch` on the passive
 // server's GPU `remote_device`), `height` rows of `width` bytes.  `push`: local is the source.
-// `endpoint`: "host:port" of the passive rgpud as the client reaches it (it keys the session's
-// link); `remote_name`: how errors name that server.  `ticket`/`secret`: a fresh ticket, to
-// (re)link; all zero: use the link an earlier copy made.
+// `endpoint`: the passive rgpud as the client names it (its RGPU_SERVERS entry): it keys the
+// session's link and nothing is connected to it; `remote_name`: how errors name that server.
+// `ticket`: a fresh ticket, to (re)link (the link goes to its endpoint); all zero id: use the
+// link an earlier copy made.
 struct PeerCopyReq {
   uint32_t device = 0;
   uint32_t remote_device = 0;
@@ -54,12 +71,10 @@ struct PeerCopyReq {
   uint64_t stream = 0;
   std::string endpoint;
   std::string remote_name;
-  PeerTicketId ticket{};
-  PeerSecret secret{};
+  PeerVoucher ticket;
   uint64_t fence = 0;  // the PeerFence the client sent the passive server for this copy
-  std::array<uint8_t, 32> tls_pin{};  // the ticket's PeerTicketRep::tls_pin
   RGPU_FIELDS(device, remote_device, local, local_pitch, remote, remote_pitch, width, height, push,
-              stream, endpoint, remote_name, ticket, secret, fence, tls_pin)
+              stream, endpoint, remote_name, ticket, fence)
 };
 
 // Client -> passive server (asynchronous), before each copy's PeerCopy: marks the end of the
@@ -83,12 +98,29 @@ struct PeerRouteReq {
 };
 using PeerRouteRep = Empty;
 
-// Active -> passive server, the first request on a peer link.
+// Active -> passive server, the first request on a peer link (after Hello, which asks no token
+// of a peer link; over TLS, after PeerRoute and the TLS handshake): the ticket's id and a fresh
+// nonce of the active side.  The reply: a fresh nonce of the passive side and its proof
+// (proto/peer_auth.h: a MAC under the peer key and the ticket's secret over both nonces, as the
+// passive end); the active side checks it before it sends anything else.  Then PeerProve: the
+// active side's proof (the same over both nonces, as the active end); the link serves copies once
+// it holds.  Neither side ever MACs a value the other chose alone, and nothing here is a MAC
+// under the clients' token.
 struct PeerAttachReq {
   PeerTicketId ticket{};
-  PeerSecret secret{};
-  RGPU_FIELDS(ticket, secret)
+  std::array<uint8_t, 32> nonce{};
+  RGPU_FIELDS(ticket, nonce)
 };
+struct PeerAttachRep {
+  std::array<uint8_t, 32> nonce{};
+  std::array<uint8_t, 32> proof{};
+  RGPU_FIELDS(nonce, proof)
+};
+struct PeerProveReq {
+  std::array<uint8_t, 32> proof{};
+  RGPU_FIELDS(proof)
+};
+using PeerProveRep = Empty;
 // Active -> passive, one per copy: its rows on the passive server (`height` rows of `width` bytes,
 // `pitch` apart, from `ptr` on GPU `device`), which must lie in one allocation of the session.
 // Asynchronous: a refusal comes back at the copy's PeerFinish or PeerRead.
@@ -180,7 +212,6 @@ using PeerWriteRep = Empty;
 using PeerReadRep = Empty;
 using PeerFinishReq = Empty;
 using PeerFinishRep = Empty;
-using PeerAttachRep = Empty;
 using PeerBeginRep = Empty;
 using PeerFenceRep = Empty;
 using PeerCopyRep = Empty;

@@ -24,6 +24,7 @@
 #include "backend/host/host_executor.h"
 #include "common/log.h"
 #include "proto/auth.h"
+#include "server/peer_vouch.h"
 #include "server/session.h"
 #include "server/session_process.h"
 #include "server/supervisor.h"
@@ -189,6 +190,30 @@ int run_daemon(const DaemonConfig& cfg) {
       return 2;
     }
   }
+  // The peer key: an explicit file must be good; the default one is made when missing, and
+  // without it this rgpud copies to and from no other (every such copy says why).
+  std::optional<proto::PeerKey> peer_key;
+  std::string peer_key_error;
+  {
+    const std::string path = cfg.peer_key_file ? *cfg.peer_key_file : default_peer_key_file();
+    std::string error;
+    auto secret = load_peer_key(path, !cfg.peer_key_file, error);
+    if (!secret && cfg.peer_key_file) {
+      LOG_ERROR("%s", error.c_str());
+      return 2;
+    }
+    if (!secret) {
+      peer_key_error = error + "; give rgpud --peer-key-file";
+      LOG_WARN("no peer key (%s): copies between this rgpud and others are refused",
+               peer_key_error.c_str());
+    } else {
+      if (token && *secret == *token)
+        LOG_WARN(
+            "the peer key file holds the clients' token: a client could then vouch for peer "
+            "endpoints itself; give rgpuds a secret of their own (--peer-key-file)");
+      peer_key = proto::derive_peer_key(*secret);
+    }
+  }
   std::unique_ptr<transport::TlsContext> tls, peer_tls;
   try {
     tls = make_tls_context(cfg.tls);
@@ -344,6 +369,9 @@ int run_daemon(const DaemonConfig& cfg) {
   spc.tls = tls.get();
   spc.peer_tls = peer_tls.get();
   spc.gpu_table = &gpu_table;
+  spc.peer_key = peer_key;
+  spc.peer_key_error = peer_key_error;
+  spc.peer_listen = listener->address();
   Supervisor sup(cfg, ledgers);
   sup.set_decompressions(decompressions);
   int max_sessions = cfg.max_sessions;

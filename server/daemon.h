@@ -18,6 +18,9 @@ struct DaemonConfig {
   uint16_t listen_port = 7766;
   BackendKind backend = BackendKind::Auto;
   std::optional<std::string> token_file;
+  // The secret rgpuds share for copies between them (server/peer_vouch.h); none: the default
+  // file of this user, made at the first start.
+  std::optional<std::string> peer_key_file;
   uint64_t host_capacity = 8ull << 30;  // host backend: bytes of "device memory" per GPU
   int host_gpus = 1;                    // host backend: how many GPUs to present
   // cuda backend: the machine's GPUs this daemon serves, as nvidia-smi numbers them ("0,2") or by

@@ -31,6 +31,10 @@ bool server_handshake(transport::Connection& conn, const HandshakeConfig& cfg, H
   policy.reply.payload_window = cfg.payload_window;
   HelloReq seen;  // the client's Hello, for `admit`
   if (cfg.admit) policy.admit = [&] { return cfg.admit(seen); };
+  if (cfg.peer_links_prove_later)
+    policy.token_exempt = [](const HelloReq& h) {
+      return h.purpose == static_cast<uint32_t>(LinkPurpose::PeerLink);
+    };
   // A shared-memory client is a local process the kernel names (SO_PEERCRED): without a token,
   // only the daemon's own user (or root) may use it; with one, the token decides, as over TCP.
   policy.check_peer = [&](const HelloReq& h) -> std::optional<channel::Refusal> {

@@ -27,6 +27,10 @@ struct HandshakeConfig {
   // to the client as cudaErrorDevicesUnavailable).
   std::function<std::string(const proto::HelloReq&)> admit;
   uint64_t payload_window = 0;  // HelloRep::payload_window
+  // Peer links (HelloReq::purpose PeerLink) are not asked for the token: rgpud's session process
+  // serves them nothing but the peer key's proofs (server/peer_host.h) before a copy.  Only a
+  // caller that never makes a session of a peer link sets it.
+  bool peer_links_prove_later = false;
 };
 
 // True when the client is authenticated and admitted; false when it was refused (it got a reply

@@ -22,6 +22,9 @@ void usage(FILE* out) {
       "  --backend KIND        cuda | host | auto (default auto: cuda when a GPU is usable)\n"
       "  --token-file FILE     require clients to prove this token (RGPU_TOKEN); mandatory\n"
       "                        when listening on anything but loopback; mode 0600\n"
+      "  --peer-key-file FILE  the secret rgpuds share for copies between them, never given\n"
+      "                        to clients (default ~/.config/rgpud/peer-key, made at the first\n"
+      "                        start: rgpuds of one user on one machine share it); mode 0600\n"
       "  --tls-cert FILE       TCP clients must use TLS 1.3; this server's certificate\n"
       "                        chain (PEM); needs --tls-key FILE (its private key)\n"
       "  --tls-client-ca FILE  mutual TLS: clients need a certificate signed by a CA in\n"
@@ -143,6 +146,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--token-file") {
       cfg.token_file = value();
+    } else if (a == "--peer-key-file") {
+      cfg.peer_key_file = value();
     } else if (a == "--tls-cert") {
       cfg.tls.cert_file = value();
     } else if (a == "--tls-key") {

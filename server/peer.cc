@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "server/peer_copy.h"
 #include "server/peer_host.h"
+#include "server/peer_vouch.h"
 #include "server/session.h"
 
 namespace rgpu::server {
@@ -78,9 +79,9 @@ PeerHost& Session::peer_host() {
       if (Status s = check_device(dev); !s.ok()) return s;
       return exec_.stream_query(static_cast<int>(dev), 0);
     };
-    peer_host_ =
-        std::make_unique<PeerHost>(exec_, peer_pool(), config_.control, config_.client_timeout_s,
-                                   std::move(hooks), config_.peer_tls);
+    peer_host_ = std::make_unique<PeerHost>(
+        exec_, peer_pool(), config_.control, config_.client_timeout_s, std::move(hooks),
+        config_.peer_key ? &*config_.peer_key : nullptr, config_.peer_tls);
   }
   return *peer_host_;
 }
@@ -113,11 +114,18 @@ Status Session::peer_fence_page(int& fd, uint32_t& slot) {
 }
 
 Status Session::on(PeerTicketMsg, const Empty&, PeerTicketRep& rep) {
+  if (!config_.peer_key)
+    return Status::fail(err::NotSupported, "this rgpud has no peer key (" + config_.peer_key_error +
+                                               "): it copies to and from no other server");
+  // The endpoint the ticket vouches for: where this client reached this rgpud.
+  std::string why;
+  const std::string endpoint = peer_own_endpoint(conn_, config_.peer_listen, why);
+  if (endpoint.empty()) return Status::fail(err::NotSupported, why);
   PeerHost& host = peer_host();
   // Staging for every later copy over the link, now, while nothing waits for one
   // (StagingPool::reserve): two buffers of the largest chunk serve every size.
   peer_pool().reserve(kPeerMaxChunk, 2);
-  return host.issue(rep);
+  return host.issue(rep, endpoint);
 }
 
 bool Session::next_request_is(MsgId type) {
@@ -179,7 +187,26 @@ Status Session::flush_fences() {
   return first;
 }
 
+Status Session::refuse_peer_copy(const PeerCopyReq& q, const std::string& why) {
+  // Logged once per reason (a client may send many), with what the client named.
+  if (peer_refusals_.size() < 32 && peer_refusals_.insert(why).second)
+    LOG_WARN("client %s: copy %s %s refused, nothing was connected: %s", conn_.peer().c_str(),
+             q.push ? "to" : "from", q.ticket.endpoint.c_str(), why.c_str());
+  return Status::fail(err::NotPermitted, std::string("copy ") + (q.push ? "to " : "from ") +
+                                             q.remote_name + " (" + q.endpoint +
+                                             "): refused, nothing was connected: " + why);
+}
+
 Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
+  // A new link goes only where an rgpud of this cluster vouched for itself (server/peer_vouch.h),
+  // checked before anything else (PeerCopier::connect checks again before connecting).
+  PeerJob job;
+  job.ticket = q.ticket;
+  if (job.has_ticket()) {
+    const std::string why = peer_check_voucher(config_.peer_key ? &*config_.peer_key : nullptr,
+                                               config_.peer_key_error, q.ticket);
+    if (!why.empty()) return refuse_peer_copy(q, why);
+  }
   if (Status s = check_range(q.device, q.local, q.local_pitch, q.width, q.height); !s.ok())
     return s;
   if (q.width == 0 || q.height == 0) return Status::success();
@@ -189,15 +216,11 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   uint64_t h = 0;
   if (Status s = stream_of(q.device, q.stream, h); !s.ok()) return s;
   const int dev = static_cast<int>(q.device);
-  PeerJob job;
   job.local = PeerRows{dev, q.local, q.height > 1 ? q.local_pitch : q.width, q.width, q.height};
   job.remote = PeerBeginReq{q.remote_device, q.remote, q.remote_pitch, q.width, q.height, q.fence};
   job.push = q.push != 0;
   job.endpoint = q.endpoint;
   job.remote_name = q.remote_name;
-  job.ticket = q.ticket;
-  job.secret = q.secret;
-  job.tls_pin = q.tls_pin;
   if (peer_copier_) {
     // The unmaps that earlier copies left (PeerImports::flush), while nothing waits for this one.
     peer_copier_->flush_unmaps();
@@ -232,8 +255,8 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   }
   if (!peer_copier_)
     peer_copier_ = std::make_unique<PeerCopier>(
-        exec_, peer_pool(), config_.token, std::min(config_.client_timeout_s, 10),
-        peer_import_hooks(), [this](const Status& s) {
+        exec_, peer_pool(), config_.peer_key ? &*config_.peer_key : nullptr, config_.peer_key_error,
+        std::min(config_.client_timeout_s, 10), peer_import_hooks(), [this](const Status& s) {
           push_async_error(0, static_cast<uint16_t>(MsgId::PeerCopy), s);  // a link's thread
         });
   const uint64_t request_id = current_->header.request_id;
@@ -245,7 +268,10 @@ Status Session::on(PeerCopyMsg, const PeerCopyReq& q, Empty&) {
   return Status::success();
 }
 
-Status Session::on(PeerAttachMsg, const PeerAttachReq&, Empty&) { return link_only("PeerAttach"); }
+Status Session::on(PeerAttachMsg, const PeerAttachReq&, PeerAttachRep&) {
+  return link_only("PeerAttach");
+}
+Status Session::on(PeerProveMsg, const PeerProveReq&, Empty&) { return link_only("PeerProve"); }
 Status Session::on(PeerRouteMsg, const PeerRouteReq&, Empty&) { return link_only("PeerRoute"); }
 Status Session::on(PeerWriteMsg, const PeerWriteReq&, Empty&) { return link_only("PeerWrite"); }
 Status Session::on(PeerReadMsg, const PeerReadReq&, Empty&) { return link_only("PeerRead"); }

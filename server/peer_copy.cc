@@ -10,6 +10,7 @@
 #include "common/cuda_errors.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "server/peer_vouch.h"
 #include "transport/tcp/tcp.h"
 #include "transport/tls/tls.h"
 
@@ -59,16 +60,17 @@ const transport::TlsContext& pinned_context() {
 }  // namespace
 
 bool PeerJob::has_ticket() const {
-  for (uint8_t b : ticket)
+  for (uint8_t b : ticket.id)
     if (b) return true;
   return false;
 }
 
-PeerCopier::PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
-                       int timeout_s, PeerImports::Hooks imports, Done failed)
+PeerCopier::PeerCopier(backend::Executor& exec, StagingPool& pool, const PeerKey* key,
+                       std::string no_key, int timeout_s, PeerImports::Hooks imports, Done failed)
     : exec_(exec),
       pool_(pool),
-      token_(std::move(token)),
+      key_(key),
+      no_key_(std::move(no_key)),
       timeout_s_(timeout_s > 0 ? timeout_s : 10),
       import_hooks_(std::move(imports)),
       failed_(std::move(failed)) {}
@@ -255,7 +257,11 @@ Status PeerCopier::run(Link& l, const PeerJob& job) {
 
 void PeerCopier::connect(Link& l, const PeerJob& job) {
   if (!job.has_ticket()) throw LinkBroken("no ticket to make a link with");
-  auto hp = parse_host_port(job.endpoint);
+  // Where an rgpud with this peer key vouched for itself, and nowhere else (the dispatcher
+  // checked it already: Session::on(PeerCopyMsg)).
+  if (std::string why = peer_check_voucher(key_, no_key_, job.ticket); !why.empty())
+    throw LinkBroken("refused, nothing was connected: " + why);
+  auto hp = parse_host_port(job.ticket.endpoint);
   if (!hp) throw LinkBroken("bad peer endpoint");
   auto conn = transport::tcp_connect(hp->host, hp->port, timeout_s_);
   conn->set_recv_timeout(timeout_s_);
@@ -266,7 +272,7 @@ void PeerCopier::connect(Link& l, const PeerJob& job) {
     l.conn = std::move(conn);
   }
   l.ch = std::make_unique<channel::Channel>(*l.conn);
-  if (job.tls_pin != CertFingerprint{}) {
+  if (job.ticket.tls_pin != CertFingerprint{}) {
     connect_tls(l, job);
     return;
   }
@@ -275,14 +281,39 @@ void PeerCopier::connect(Link& l, const PeerJob& job) {
   hello.client_info = "rgpud peer link (pid " + std::to_string(getpid()) + ")";
   hello.timeout_ms = static_cast<uint32_t>(timeout_s_) * 1000;
   hello.purpose = static_cast<uint32_t>(LinkPurpose::PeerLink);
-  channel::HandshakeResult hr = channel::request_handshake(ch, hello, token_);
+  // No token: a peer link never answers a token challenge (the answer would be a client's
+  // credential for whoever sent the challenge); it proves itself with the peer key below.
+  channel::HandshakeResult hr = channel::request_handshake(ch, hello, std::nullopt);
+  if (hr.error && hr.hello.auth_required)
+    throw LinkBroken(
+        "peer link refused: the peer asks for a client token; an rgpud proves itself to a peer "
+        "with the peer key, never with the token (an rgpud of another version?)");
   if (hr.error) throw LinkBroken("peer link refused: " + hr.message);
+  attach(l, job);
+  open_ipc(l);
+}
+
+void PeerCopier::attach(Link& l, const PeerJob& job) {
+  channel::Channel& ch = *l.ch;
+  const PeerVoucher& t = job.ticket;
+  const Nonce mine = random_nonce();
   uint64_t id = ch.next_request_id();
   ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagSync, id,
-          encode_message(PeerAttachReq{job.ticket, job.secret}));
-  if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok())
+          encode_message(PeerAttachReq{t.id, mine}));
+  PeerAttachRep rep;
+  if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerAttach), id, &rep); !s.ok())
     throw LinkBroken("peer link refused: " + s.message);
-  open_ipc(l);
+  // The peer first: nothing more goes to it unless it holds the peer key and the ticket.
+  if (!peer_link_verify(*key_, PeerRole::Passive, t.id, t.secret, mine, rep.nonce, rep.proof))
+    throw LinkBroken(
+        "the peer did not prove it holds this rgpud's peer key and the ticket (the two rgpuds "
+        "were given different --peer-key-file?)");
+  id = ch.next_request_id();
+  ch.send(static_cast<uint16_t>(MsgId::PeerProve), kFlagSync, id,
+          encode_message(PeerProveReq{
+              peer_link_proof(*key_, PeerRole::Active, t.id, t.secret, mine, rep.nonce)}));
+  if (Status s = await_reply(ch, static_cast<uint16_t>(MsgId::PeerProve), id); !s.ok())
+    throw LinkBroken("peer link refused: " + s.message);
 }
 
 // A peer on this machine shares its memory over a unix socket beside the link (server/peer_ipc.h).
@@ -329,14 +360,14 @@ void PeerCopier::open_ipc(Link& l) {
 void PeerCopier::connect_tls(Link& l, const PeerJob& job) {
   uint64_t id = l.ch->next_request_id();
   l.ch->send(static_cast<uint16_t>(MsgId::PeerRoute), kFlagSync, id,
-             encode_message(PeerRouteReq{job.ticket}));
+             encode_message(PeerRouteReq{job.ticket.id}));
   if (Status s = await_reply(*l.ch, static_cast<uint16_t>(MsgId::PeerRoute), id); !s.ok())
     throw LinkBroken("peer link refused: " + s.message);
   // The link keeps the plain descriptor meanwhile, so stop() can shut the socket down.
   int fd = ::dup(l.conn->fd());
   if (fd < 0) throw LinkBroken(std::string("dup: ") + strerror(errno));
   auto tls = transport::tls_connect_pinned(transport::tcp_adopt(fd, l.conn->peer()),
-                                           pinned_context(), job.tls_pin, timeout_s_);
+                                           pinned_context(), job.ticket.tls_pin, timeout_s_);
   tls->set_recv_timeout(timeout_s_);
   tls->set_send_timeout(timeout_s_);
   {
@@ -346,12 +377,10 @@ void PeerCopier::connect_tls(Link& l, const PeerJob& job) {
     l.conn = std::move(tls);
   }
   l.ch = std::make_unique<channel::Channel>(*l.conn);
-  id = l.ch->next_request_id();
-  l.ch->send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagSync, id,
-             encode_message(PeerAttachReq{job.ticket, job.secret}));
-  if (Status s = await_reply(*l.ch, static_cast<uint16_t>(MsgId::PeerAttach), id); !s.ok())
-    throw LinkBroken("peer link refused: " + s.message);
-  LOG_INFO("peer link to %s: %s", job.endpoint.c_str(), transport::tls_summary(*l.conn).c_str());
+  attach(l, job);
+  // The ticket's endpoint, where the link went (job.endpoint is only the client's name for it).
+  LOG_INFO("peer link to %s (the client's %s): %s", job.ticket.endpoint.c_str(),
+           job.endpoint.c_str(), transport::tls_summary(*l.conn).c_str());
 }
 
 Status PeerCopier::transfer(Link& l, const PeerJob& job, uint64_t stream) {

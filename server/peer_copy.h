@@ -1,12 +1,15 @@
 // Server-to-server copies, the active end (docs/architecture.md, "Server-to-server copies"): the
 // session whose stream runs the copy keeps one peer link per other server (by its endpoint),
-// made at the first copy with the client's ticket (HelloReq::purpose PeerLink, PeerAttach) and
-// kept for the client's later copies.  Each link has a thread of its own that takes its copies
-// in the order they came: waits for the copy's stream's earlier work, names the rows
-// (PeerBegin), then pushes its rows (PeerWrite... PeerFinish) or pulls the remote ones
-// (PeerRead).  Never on the dispatcher, never in a host function: the session holds the stream
-// at a gate and opens it when `done` has run (see Session::on(PeerCopyMsg)).  A link that fails
-// fails its waiting copies and is dropped; the client's next copy brings a new ticket.
+// made at the first copy with the client's ticket (HelloReq::purpose PeerLink, PeerAttach,
+// PeerProve) and kept for the client's later copies.  It connects only to the endpoint a ticket's
+// statement names, once its MAC holds under the peer key (server/peer_vouch.h), and proves itself
+// with that key, never by answering a token challenge (proto/peer_auth.h).  Each link has a
+// thread of its own that takes its copies in the order they came: waits for the copy's stream's
+// earlier work, names the rows (PeerBegin), then pushes its rows (PeerWrite... PeerFinish) or
+// pulls the remote ones (PeerRead).  Never on the dispatcher, never in a host function: the session
+// holds the stream at a gate and opens it when `done` has run (see Session::on(PeerCopyMsg)).  A
+// link that fails fails its waiting copies and is dropped; the client's next copy brings a new
+// ticket.
 #pragma once
 
 #include <atomic>
@@ -25,6 +28,7 @@
 #include "backend/executor.h"
 #include "channel/channel.h"
 #include "proto/messages.h"
+#include "proto/peer_auth.h"
 #include "server/peer_fences.h"
 #include "server/peer_ipc.h"
 #include "server/peer_pipe.h"
@@ -37,24 +41,25 @@ struct PeerJob {
   proto::PeerBeginReq remote;  // the rows on the passive server
   bool push = false;           // local -> remote
   uint64_t after_event = 0;  // a private event: the stream's earlier work is done (destroyed here)
-  std::string endpoint;      // "host:port" of the passive rgpud: the link's key
+  std::string endpoint;      // the passive rgpud as the client names it: the link's key
   std::string remote_name;   // for messages
-  proto::PeerTicketId ticket{};  // all zero: the link must exist
-  proto::PeerSecret secret{};
-  std::array<uint8_t, 32> tls_pin{};  // the passive rgpud's TLS certificate; all zero: plain
+  // The ticket (all zero id: the link must exist): the link goes to its endpoint, and runs TLS
+  // with exactly its certificate when it names one.
+  proto::PeerVoucher ticket;
   bool has_ticket() const;
 };
 
 class PeerCopier {
  public:
   using Done = std::function<void(const backend::Status&)>;
-  // `token`: what the peer link answers a token challenge with (rgpud's own --token-file);
-  // `timeout_s`: connecting, the handshake, and any silence mid-copy.
+  // `key`: the peer key links prove themselves with and tickets are checked with (null: none,
+  // `no_key` says why; every link fails); `timeout_s`: connecting, the handshake, and any
+  // silence mid-copy.
   // `imports`: address space for the memory of peers on this machine (server/peer_ipc.h).
   // `failed`: direct copies (try_direct) failed after they were queued (a link's thread): the
   // session reports it to the client as an asynchronous error.
-  PeerCopier(backend::Executor& exec, StagingPool& pool, std::optional<std::string> token,
-             int timeout_s, PeerImports::Hooks imports, Done failed);
+  PeerCopier(backend::Executor& exec, StagingPool& pool, const proto::PeerKey* key,
+             std::string no_key, int timeout_s, PeerImports::Hooks imports, Done failed);
   ~PeerCopier() { stop(); }
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
@@ -143,6 +148,8 @@ class PeerCopier {
   backend::Status run(Link& link, const PeerJob& job);
   void connect(Link& link, const PeerJob& job);
   void connect_tls(Link& link, const PeerJob& job);
+  // PeerAttach and PeerProve: the peer proves it holds the peer key and the ticket, then this end.
+  void attach(Link& link, const PeerJob& job);
   void open_ipc(Link& link);
   // The copy as one DMA between the peer's memory mapped here and the local rows; false when
   // that memory cannot be had (the caller goes on with the pipeline; PeerBegin was sent).
@@ -151,7 +158,8 @@ class PeerCopier {
 
   backend::Executor& exec_;
   StagingPool& pool_;
-  const std::optional<std::string> token_;
+  const proto::PeerKey* const key_;
+  const std::string no_key_;
   const int timeout_s_;
   const PeerImports::Hooks import_hooks_;
   const Done failed_;

@@ -13,6 +13,7 @@
 #include "server/ipc_exports.h"
 #include "server/peer_ipc.h"
 #include "server/peer_routes.h"
+#include "server/peer_vouch.h"
 #include "transport/tcp/tcp.h"
 
 namespace rgpu::server {
@@ -21,12 +22,13 @@ using namespace rgpu::proto;
 using backend::Status;
 
 PeerHost::PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s,
-                   Hooks hooks, const transport::TlsContext* tls)
+                   Hooks hooks, const PeerKey* key, const transport::TlsContext* tls)
     : exec_(exec),
       pool_(pool),
       control_(control),
       timeout_s_(timeout_s > 0 ? timeout_s : 30),
       hooks_(std::move(hooks)),
+      key_(key),
       tls_(tls) {
   if (tls_) pin_ = tls_->fingerprint();
 }
@@ -70,10 +72,11 @@ Status PeerHost::await_fence(uint64_t id, int& dev, uint64_t& stamp) {
   return exec_.event_synchronize(f.dev, *f.event);  // the event goes with its last fence
 }
 
-Status PeerHost::issue(PeerTicketRep& rep) {
+Status PeerHost::issue(PeerTicketRep& rep, const std::string& endpoint) {
   if (control_ < 0)
     return Status::fail(err::NotSupported,
                         "server-to-server copies need rgpud (this session has no control socket)");
+  if (!key_) return Status::fail(err::NotSupported, "this rgpud has no peer key");
   int give = -1;  // the inbox's other end, for rgpud, at the first ticket
   if (inbox_ < 0) {
     int sv[2];
@@ -83,22 +86,27 @@ Status PeerHost::issue(PeerTicketRep& rep) {
     give = sv[1];
     inbox_thread_ = std::thread([this] { inbox_loop(); });
   }
-  random_bytes(rep.id.data(), rep.id.size());
-  random_bytes(rep.secret.data(), rep.secret.size());
-  rep.tls_pin = pin_;
+  PeerVoucher& t = rep.ticket;
+  random_bytes(t.id.data(), t.id.size());
+  random_bytes(t.secret.data(), t.secret.size());
+  t.tls_pin = pin_;
+  t.endpoint = endpoint;
+  t.machine = peer_machine_id();
+  t.not_after_ms = peer_wall_ms() + kTicketMs;
+  t.mac = peer_voucher_mac(*key_, t);
   rep.expires_ms = kTicketMs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = Clock::now();
     for (auto it = tickets_.begin(); it != tickets_.end();)
       it = it->second.expires <= now ? tickets_.erase(it) : std::next(it);
-    tickets_[rep.id] = Ticket{rep.secret, now + std::chrono::milliseconds(kTicketMs)};
+    tickets_[t.id] = Ticket{t.secret, now + std::chrono::milliseconds(kTicketMs)};
   }
-  std::string why = peer_register(control_, rep.id, kTicketMs, give);
+  std::string why = peer_register(control_, t.id, kTicketMs, give);
   if (give >= 0) close(give);
   if (!why.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    tickets_.erase(rep.id);
+    tickets_.erase(t.id);
     return Status::fail(err::Unknown, "cannot issue a peer copy ticket: " + why);
   }
   return Status::success();
@@ -124,58 +132,99 @@ void PeerHost::inbox_loop() {
   }
 }
 
-std::string PeerHost::redeem(const PeerTicketId& id, const PeerSecret& secret) {
+std::string PeerHost::redeem(const PeerTicketId& id, PeerSecret& secret) {
   if (stopping_) return "the session is ending";
   auto it = tickets_.find(id);
   if (it == tickets_.end() || it->second.expires <= Clock::now())
     return "unknown, used or expired peer ticket";
-  const bool same = peer_same_secret(it->second.secret, secret);
-  tickets_.erase(it);  // one use, whatever the secret shown
-  return same ? "" : "wrong peer ticket secret";
+  secret = it->second.secret;
+  tickets_.erase(it);  // one use, whatever the peer proves
+  return "";
 }
 
-void PeerHost::refuse(transport::Connection& conn, uint64_t attach_id, const std::string& why) {
+void PeerHost::refuse(transport::Connection& conn, uint16_t type, uint64_t request_id,
+                      const std::string& why) {
   LOG_WARN("peer link from %s refused: %s", conn.peer().c_str(), why.c_str());
   try {
     conn.set_send_timeout(2);
     channel::Channel ch(conn);
-    ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
-            encode_error_reply(err::NotPermitted, why));
+    ch.send(type, kFlagReply, request_id, encode_error_reply(err::NotPermitted, why));
   } catch (const std::exception&) {
+  }
+}
+
+bool PeerHost::prove(transport::Connection& conn, const PeerTicketId& id, const PeerSecret& secret,
+                     const Nonce& theirs, uint64_t attach_id) {
+  constexpr int kProveSec = 10;
+  const uint16_t prove_type = static_cast<uint16_t>(MsgId::PeerProve);
+  if (!key_) {
+    refuse(conn, static_cast<uint16_t>(MsgId::PeerAttach), attach_id, "this rgpud has no peer key");
+    return false;
+  }
+  try {
+    conn.set_recv_timeout(kProveSec);
+    conn.set_send_timeout(kProveSec);
+    channel::Channel ch(conn);
+    // This end's proof covers the peer's nonce and a fresh one of its own: nothing the peer chose
+    // alone, and under a key of the peer key and the ticket's secret, never the clients' token.
+    PeerAttachRep rep;
+    rep.nonce = random_nonce();
+    rep.proof = peer_link_proof(*key_, PeerRole::Passive, id, secret, theirs, rep.nonce);
+    ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id, encode_ok_reply(rep));
+    FrameHeader h;
+    std::vector<uint8_t> body;
+    if (!ch.read_frame(h, body, channel::Channel::Wait::TimedOrEof)) return false;
+    if (h.type != prove_type || h.payload_len) {
+      LOG_WARN("peer link from %s: it sent no PeerProve", conn.peer().c_str());
+      return false;
+    }
+    auto q = decode_message<PeerProveReq>(body.data(), body.size());
+    if (!peer_link_verify(*key_, PeerRole::Active, id, secret, theirs, rep.nonce, q.proof)) {
+      refuse(conn, prove_type, h.request_id,
+             "the peer did not prove it holds this rgpud's peer key and the ticket (the two "
+             "rgpuds were given different --peer-key-file?)");
+      return false;
+    }
+    ch.send(prove_type, kFlagReply, h.request_id, encode_ok_reply(Empty{}));
+    return true;
+  } catch (const std::exception& e) {
+    LOG_WARN("peer link from %s: %s", conn.peer().c_str(), e.what());
+    return false;
   }
 }
 
 void PeerHost::accept(const char* msg, int fd) {
   PeerTicketId id;
-  PeerSecret secret;
+  Nonce theirs;
   uint64_t attach_id;
   memcpy(id.data(), msg + 1, id.size());
-  memcpy(secret.data(), msg + 1 + id.size(), secret.size());
-  memcpy(&attach_id, msg + 1 + id.size() + secret.size(), sizeof attach_id);
-  const bool tls = msg[kPeerHandoffBytes - 1] != 0;  // routed before TLS: no secret yet
+  memcpy(theirs.data(), msg + 1 + id.size(), theirs.size());
+  memcpy(&attach_id, msg + 1 + id.size() + theirs.size(), sizeof attach_id);
+  const bool tls = msg[kPeerHandoffBytes - 1] != 0;  // routed before TLS: no nonce yet
   auto conn = transport::tcp_adopt(fd, "peer rgpud");
   std::lock_guard<std::mutex> lock(mu_);
   reap_done();
   std::string why = stopping_ ? "the session is ending" : "";
   if (why.empty() && tls != (tls_ != nullptr))
     why = tls ? "a TLS peer link to a session without TLS" : "this rgpud requires TLS";
+  PeerSecret secret{};
   if (why.empty() && !tls) why = redeem(id, secret);
   if (!why.empty()) {
     if (tls)  // its peer waits for a TLS handshake: closing is the answer
       LOG_WARN("peer link from %s refused: %s", conn->peer().c_str(), why.c_str());
     else
-      refuse(*conn, attach_id, why);
+      refuse(*conn, static_cast<uint16_t>(MsgId::PeerAttach), attach_id, why);
     return;
   }
   auto link = std::make_unique<Link>();
   link->conn = std::move(conn);
   Link* l = link.get();
   links_.push_back(std::move(link));
-  l->thread = std::thread([this, l, attach_id, tls, id] {
+  l->thread = std::thread([this, l, attach_id, tls, id, secret, theirs] {
     if (tls)
       attach_tls(*l, id);
-    else
-      serve(*l, attach_id);
+    else if (prove(*l->conn, id, secret, theirs, attach_id))
+      serve(*l);
     l->done = true;
   });
 }
@@ -185,6 +234,8 @@ void PeerHost::attach_tls(Link& link, const PeerTicketId& routed) {
   std::unique_ptr<transport::Connection> conn;
   uint64_t attach_id = 0;
   std::string why;
+  PeerSecret secret{};
+  Nonce theirs{};
   try {
     // The link keeps the socket's first descriptor meanwhile, so stop() can shut it down.
     int fd = ::dup(link.conn->fd());
@@ -200,16 +251,17 @@ void PeerHost::attach_tls(Link& link, const PeerTicketId& routed) {
       why = "its first request over TLS is not PeerAttach";
     } else {
       auto q = decode_message<PeerAttachReq>(body.data(), body.size());
+      theirs = q.nonce;
       std::lock_guard<std::mutex> lock(mu_);
       why = q.ticket != routed ? "PeerAttach names another ticket than its route"
-                               : redeem(q.ticket, q.secret);
+                               : redeem(q.ticket, secret);
     }
   } catch (const std::exception& e) {
     LOG_WARN("peer link from %s: %s", link.conn->peer().c_str(), e.what());
     return;
   }
   if (!why.empty()) {
-    refuse(*conn, attach_id, why);
+    refuse(*conn, static_cast<uint16_t>(MsgId::PeerAttach), attach_id, why);
     return;
   }
   LOG_INFO("peer link from %s: %s", conn->peer().c_str(), transport::tls_summary(*conn).c_str());
@@ -218,7 +270,7 @@ void PeerHost::attach_tls(Link& link, const PeerTicketId& routed) {
     if (stopping_) return;
     link.conn = std::move(conn);  // the plain descriptor closes; the TLS one carries the link
   }
-  serve(link, attach_id);
+  if (prove(*link.conn, routed, secret, theirs, attach_id)) serve(link);
 }
 
 void PeerHost::reap_done() {
@@ -242,7 +294,7 @@ PeerRows rows_of(const PeerBeginReq& q) {
 
 }  // namespace
 
-void PeerHost::serve(Link& link, uint64_t attach_id) {
+void PeerHost::serve(Link& link) {
   transport::Connection& conn = *link.conn;
   channel::Channel ch(conn);
   PrivateStreams streams;  // per GPU the link has copied on
@@ -256,8 +308,6 @@ void PeerHost::serve(Link& link, uint64_t attach_id) {
   try {
     conn.set_recv_timeout(timeout_s_);
     conn.set_send_timeout(timeout_s_);
-    ch.send(static_cast<uint16_t>(MsgId::PeerAttach), kFlagReply, attach_id,
-            encode_ok_reply(Empty{}));
     // A copy is counted from before its rows are checked until its reply (wait_quiet).
     auto copying = [&](bool on) {
       std::lock_guard<std::mutex> lock(mu_);

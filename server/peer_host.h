@@ -1,16 +1,18 @@
 // Server-to-server copies, the passive end (docs/architecture.md, "Server-to-server copies"): the
-// session whose GPU is not the copy's stream's issues a one-time ticket (PeerTicket) and serves
-// the other server's peer link that shows it: PeerAttach (the secret, compared in constant time,
-// once), then copy after copy for as long as the link stays up: PeerBegin (the copy's rows,
-// checked against the session's allocations), then PeerWrite... + PeerFinish (the peer writes
-// them) or PeerRead (it reads them).  Links arrive through rgpud (server/peer_routes.h) on the
-// session's inbox; each is served on a thread of its own with staging buffers from the session's
-// pool.  Between copies a link may stay silent for as long as it likes.
+// session whose GPU is not the copy's stream's issues a one-time ticket (PeerTicket: a statement
+// of its endpoint MAC'd under the peer key, server/peer_vouch.h) and serves the other server's
+// peer link that shows it: PeerAttach (the ticket's id, used up at once, and the peer's nonce;
+// answered with this end's proof) and PeerProve (the peer's: both hold the peer key and the
+// ticket's secret, proto/peer_auth.h), then copy after copy for as long as the link stays up:
+// PeerBegin (the copy's rows, checked against the session's allocations), then PeerWrite... +
+// PeerFinish (the peer writes them) or PeerRead (it reads them).  Links arrive through rgpud
+// (server/peer_routes.h) on the session's inbox; each is served on a thread of its own with staging
+// buffers from the session's pool.  Between copies a link may stay silent for as long as it likes.
 //
 // When rgpud runs TLS (`tls`: its certificate, without client verification: the ticket is the
 // peer's credential), a ticket carries the certificate's fingerprint for the client to hand the
 // active server, and a link arrives before its TLS handshake (PeerRoute, server/tls_gate.h): its
-// thread runs the handshake, then reads PeerAttach over TLS.
+// thread runs the handshake, then reads PeerAttach and PeerProve over TLS.
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,7 @@
 #include "backend/executor.h"
 #include "channel/channel.h"
 #include "proto/messages.h"
+#include "proto/peer_auth.h"
 #include "server/peer_pipe.h"
 #include "transport/connection.h"
 #include "transport/tls/tls.h"
@@ -51,15 +54,17 @@ class PeerHost {
   };
   // `control`: the session's control socket to rgpud; `timeout_s`: a link that stays silent
   // this long mid-copy is dropped (and how long a copy waits for its fence).
+  // `key`: the peer key (null: no tickets are issued).
   PeerHost(backend::Executor& exec, StagingPool& pool, int control, int timeout_s, Hooks hooks,
-           const transport::TlsContext* tls = nullptr);
+           const proto::PeerKey* key, const transport::TlsContext* tls = nullptr);
   ~PeerHost() { stop(); }
   PeerHost(const PeerHost&) = delete;
   PeerHost& operator=(const PeerHost&) = delete;
 
   static constexpr uint32_t kTicketMs = 600000;  // a copy may wait behind its stream's work
-  // A ticket for one link (the dispatcher's call: it alone uses the control socket).
-  backend::Status issue(proto::PeerTicketRep& rep);
+  // A ticket for one link, vouching for `endpoint` (where this rgpud is: server/peer_vouch.h)
+  // (the dispatcher's call: it alone uses the control socket).
+  backend::Status issue(proto::PeerTicketRep& rep, const std::string& endpoint);
   // PeerFence (the dispatcher's call): `event`, recorded on GPU `dev`'s legacy stream, is what
   // the copy that names fence `id` waits for; it is the host's now (released when used, or when
   // too many wait unclaimed).
@@ -85,12 +90,19 @@ class PeerHost {
   };
   void inbox_loop();
   void accept(const char* msg, int fd);
-  // "" when `secret` redeems ticket `id` (used up either way), else why not (mu_ held).
-  std::string redeem(const proto::PeerTicketId& id, const proto::PeerSecret& secret);
-  // A link routed before TLS: the handshake, PeerAttach over TLS, then serve (its thread).
+  // "" when ticket `id` is valid, its secret in `secret` (used up either way), else why not
+  // (mu_ held).
+  std::string redeem(const proto::PeerTicketId& id, proto::PeerSecret& secret);
+  // A link routed before TLS: the handshake, PeerAttach over TLS, then prove and serve (its
+  // thread).
   void attach_tls(Link& link, const proto::PeerTicketId& routed);
-  void refuse(transport::Connection& conn, uint64_t attach_id, const std::string& why);
-  void serve(Link& link, uint64_t attach_id);
+  // The proofs (PeerAttach's reply, then the peer's PeerProve): true when the peer holds the
+  // peer key and the ticket's secret; else it was told why not.
+  bool prove(transport::Connection& conn, const proto::PeerTicketId& id,
+             const proto::PeerSecret& secret, const proto::Nonce& theirs, uint64_t attach_id);
+  void refuse(transport::Connection& conn, uint16_t type, uint64_t request_id,
+              const std::string& why);
+  void serve(Link& link);
   // PeerIpcOpen: a unix socket beside the link when the peer runs on this machine (-1 if not).
   int open_ipc(channel::Channel& ch, const proto::FrameHeader& h, const std::vector<uint8_t>& body);
   // Waits (up to timeout_s_) for fence `id`, then for its event.
@@ -103,6 +115,7 @@ class PeerHost {
   const int control_;
   const int timeout_s_;
   const Hooks hooks_;
+  const proto::PeerKey* const key_;
   const transport::TlsContext* const tls_;
   transport::CertFingerprint pin_{};  // tls_'s certificate
   int inbox_ = -1;                    // the session's end; rgpud holds the other

@@ -106,14 +106,13 @@ std::string peer_register(int control, const proto::PeerTicketId& id, uint32_t e
   return why;
 }
 
-std::string peer_handoff(int control, const proto::PeerTicketId& id,
-                         const proto::PeerSecret& secret, uint64_t request_id, int link, bool tls,
-                         int timeout_ms) {
+std::string peer_handoff(int control, const proto::PeerTicketId& id, const proto::Nonce& nonce,
+                         uint64_t request_id, int link, bool tls, int timeout_ms) {
   char msg[kPeerHandoffBytes];
   msg[0] = kPeerHandoff;
   memcpy(msg + 1, id.data(), id.size());
-  memcpy(msg + 1 + id.size(), secret.data(), secret.size());
-  memcpy(msg + 1 + id.size() + secret.size(), &request_id, sizeof request_id);
+  memcpy(msg + 1 + id.size(), nonce.data(), nonce.size());
+  memcpy(msg + 1 + id.size() + nonce.size(), &request_id, sizeof request_id);
   msg[kPeerHandoffBytes - 1] = tls ? 1 : 0;
   if (send_control(control, msg, sizeof msg, link) != static_cast<ssize_t>(sizeof msg))
     return std::string("cannot hand a peer link to rgpud: ") + strerror(errno);

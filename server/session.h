@@ -28,6 +28,7 @@
 #include "channel/channel.h"
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "proto/peer_auth.h"
 #include "server/address_windows.h"
 #include "server/allocation_table.h"
 #include "server/buffer_pool.h"
@@ -92,6 +93,11 @@ struct SessionConfig {
   int control = -1;  // the control socket to rgpud, for CUDA IPC (server/ipc_exports.h); -1: none
   // rgpud's certificate for peer links when it runs TLS (server/peer_host.h); null: plain links.
   const transport::TlsContext* peer_tls = nullptr;
+  // The peer key rgpuds share (server/peer_vouch.h): tickets are vouched for and peer links
+  // proven with it; none (`peer_key_error` says why): no copies between servers.
+  std::optional<proto::PeerKey> peer_key{};
+  std::string peer_key_error = "none was given";
+  std::string peer_listen{};  // the TCP listener's address, the endpoint of shared-memory clients
   backend::GpuQuery* gpus = nullptr;  // NVML answers (server/nvml.h); null: NotSupported
 };
 
@@ -496,6 +502,10 @@ class Session {
   std::map<uint32_t, std::vector<uint64_t>> peer_fences_pending_;
   bool next_request_is(proto::MsgId type);
   backend::Status flush_fences();
+  // A PeerCopy whose ticket this rgpud may not connect to (server/peer_vouch.h): the client's
+  // error names why; rgpud logs each reason once (peer_refusals_, the dispatcher's).
+  backend::Status refuse_peer_copy(const proto::PeerCopyReq& q, const std::string& why);
+  std::set<std::string> peer_refusals_;
   std::unique_ptr<StagingPool> peer_pool_;
   std::unique_ptr<PeerHost> peer_host_;      // this session as a copy's passive end
   std::unique_ptr<PeerCopier> peer_copier_;  // ... and as its active end

@@ -41,8 +41,9 @@ bool is_peer_link(const proto::HelloReq& h) {
   return h.purpose == static_cast<uint32_t>(proto::LinkPurpose::PeerLink);
 }
 
-// A peer link (another rgpud copying, server/peer_routes.h): reads its PeerAttach and hands the
-// connection to the session that issued the ticket, or tells the peer why not.
+// A peer link (another rgpud copying, server/peer_routes.h): reads its PeerAttach (the ticket's id
+// and the peer's nonce) and hands the connection to the session that issued the ticket, which
+// runs the proofs of the peer key (server/peer_host.h); or tells the peer why not.
 void hand_off_peer_link(transport::Connection& conn, int control, bool tls) {
   using namespace proto;
   channel::Channel ch(conn);
@@ -59,7 +60,7 @@ void hand_off_peer_link(transport::Connection& conn, int control, bool tls) {
   // The session takes the socket itself; TLS state cannot travel with it, so a TLS link is
   // routed before its handshake (PeerRoute, server/tls_gate.h).
   std::string why = tls ? "a peer link to an rgpud with TLS begins with PeerRoute, in plain"
-                        : peer_handoff(control, q.ticket, q.secret, h.request_id, conn.fd());
+                        : peer_handoff(control, q.ticket, q.nonce, h.request_id, conn.fd());
   if (why.empty()) return;  // the session answers
   LOG_WARN("peer link from %s refused: %s", conn.peer().c_str(), why.c_str());
   ch.send(h.type, kFlagReply, h.request_id, encode_error_reply(err::NotPermitted, why));
@@ -83,10 +84,10 @@ void run_session_process(const SessionProcessConfig& cfg,
   pending.reset();
   if (cfg.tls && provider.capabilities().tls_wraps) {
     // The TLS handshake; or a peer link, routed to its session before TLS.
-    conn = secure_client(
-        std::move(conn), *cfg.tls, [&](const proto::PeerTicketId& id, uint64_t request_id, int fd) {
-          return peer_handoff(control, id, proto::PeerSecret{}, request_id, fd, true);
-        });
+    conn = secure_client(std::move(conn), *cfg.tls,
+                         [&](const proto::PeerTicketId& id, uint64_t request_id, int fd) {
+                           return peer_handoff(control, id, proto::Nonce{}, request_id, fd, true);
+                         });
     if (!conn) _exit(0);
   }
   const DaemonConfig& d = *cfg.daemon;
@@ -107,7 +108,8 @@ void run_session_process(const SessionProcessConfig& cfg,
                        return is_peer_link(h) ? std::string()
                                               : ask_daemon(control, identity, is_query(h));
                      },
-                     payload_window(sc)};
+                     payload_window(sc),
+                     /*peer_links_prove_later=*/true};
   proto::HelloReq hello;
   try {
     if (!server_handshake(*conn, hc, &hello)) _exit(0);
@@ -171,6 +173,9 @@ void run_session_process(const SessionProcessConfig& cfg,
     sc.max_events = d.client_max_events;
     sc.control = control;  // CUDA IPC requests to rgpud (server/ipc_exports.h)
     sc.peer_tls = cfg.peer_tls;
+    sc.peer_key = cfg.peer_key;
+    sc.peer_key_error = cfg.peer_key_error;
+    sc.peer_listen = cfg.peer_listen;
     Session session(*conn, *exec, sc);
     session.run();
   }

@@ -11,6 +11,7 @@
 
 #include "backend/host/host_executor.h"
 #include "proto/messages_nvml.h"
+#include "proto/peer_auth.h"
 #include "server/daemon.h"
 #include "server/decompressions.h"
 #include "server/module_cache.h"
@@ -30,9 +31,14 @@ struct SessionProcessConfig {
   const backend::HostKernels* host_kernels = nullptr;
   const ModuleCache* cache = nullptr;
   DecompressionSlots* decompressions = nullptr;  // shared by every session (--max-decompressions)
-  const transport::TlsContext* tls = nullptr;        // TCP clients must use TLS
+  const transport::TlsContext* tls = nullptr;    // TCP clients must use TLS
   const transport::TlsContext* peer_tls = nullptr;   // the same certificate for peer links
   const proto::NvmlProbeTable* gpu_table = nullptr;  // cuda backend: what the GPU probe learnt
+  // Copies between servers (server/peer_vouch.h): the peer key (none: `peer_key_error` says
+  // why) and the TCP listener's address.
+  std::optional<proto::PeerKey> peer_key;
+  std::string peer_key_error;
+  std::string peer_listen;
 };
 
 // Admission messages on the control socket (SOCK_SEQPACKET): the session sends

@@ -20,6 +20,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// rgpud's default peer key (server/peer_vouch.h) lives under $XDG_CONFIG_HOME: a folder of this
+// test process's own, so the rgpuds a test starts share one key, made by the first, and nothing
+// is written to the user's home.  Set before main(), so every child inherits it.
+const std::string kConfigHome = [] {
+  char tmpl[] = "/tmp/rgpu-test-config-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+  setenv("XDG_CONFIG_HOME", tmpl, 1);
+  std::string dir = tmpl;
+  atexit([] {
+    std::string rm = "rm -rf '" + std::string(getenv("XDG_CONFIG_HOME")) + "'";
+    if (system(rm.c_str()) != 0) perror("rm");
+  });
+  return dir;
+}();
+
 // What a child needs, built before fork(): the test process may have threads (a relay, a
 // reader) that hold the allocator's or the environment's locks at the moment of the fork, so the
 // child itself only calls async-signal-safe functions (dup2, close, execve, _exit).
@@ -323,6 +338,8 @@ std::vector<pid_t> live_children(pid_t parent) {
   closedir(dir);
   return out;
 }
+
+std::string peer_key_file() { return kConfigHome + "/rgpud/peer-key"; }
 
 std::string nvidia_runtime_dir() {
   static std::string dir = [] {

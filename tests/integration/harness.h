@@ -65,6 +65,9 @@ class Daemon {
 };
 
 std::string cuda_program(const std::string& name);
+// The peer key file the rgpuds of this test process share (rgpud's default, made by the first
+// one to start: server/peer_vouch.h).
+std::string peer_key_file();
 // A folder with NVIDIA's runtime (the toolkit's libcudart.so.13) and rgpu's driver, and nothing
 // else: put first on LD_LIBRARY_PATH, programs run NVIDIA's runtime on rgpu's libcuda.so.1.
 std::string nvidia_runtime_dir();

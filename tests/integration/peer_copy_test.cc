@@ -1,8 +1,9 @@
 // Server-to-server copies (docs/architecture.md, "Server-to-server copies"), host backend: three
 // rgpuds with one device each, copies between every pair (tests/cuda/peer_copies.cu); a server
 // killed in the middle of large copies is an error within seconds, naming it; tickets spoken to
-// directly: a wrong secret, a used ticket and an invented one are refused, a good one attaches one
-// link, which then serves copy after copy within the session's memory only.
+// directly: a wrong secret, a peer without the peer key, a used ticket and an invented one are
+// refused, a good one attaches one link, which then serves copy after copy within the session's
+// memory only.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -19,7 +20,9 @@
 
 #include "channel/channel.h"
 #include "channel/handshake.h"
+#include "proto/auth.h"
 #include "proto/frame.h"
+#include "proto/peer_auth.h"
 #include "tests/integration/harness.h"
 #include "transport/tcp/tcp.h"
 
@@ -268,7 +271,7 @@ TEST(PeerTickets, ForgedUsedAndInventedTicketsAreRefused) {
   auto ticket = [&] {
     PeerTicketRep t;
     EXPECT_EQ(client.call(MsgId::PeerTicket, Empty{}, t), 0);
-    return t;
+    return t.ticket;
   };
   auto begin = [](Raw& peer, uint64_t ptr, uint64_t size) {
     peer.ch->send(static_cast<uint16_t>(MsgId::PeerBegin), 0, peer.ch->next_request_id(),
@@ -288,28 +291,56 @@ TEST(PeerTickets, ForgedUsedAndInventedTicketsAreRefused) {
     Empty e;
     return peer.call(MsgId::PeerFinish, Empty{}, e, why);
   };
-  auto attach = [&](const PeerTicketId& id, const PeerSecret& secret, std::string* why) {
+  // This test plays the active rgpud, which holds the peer key the rgpuds of this test share.
+  std::string key_error;
+  auto secret_text = rgpu::proto::read_token_file(peer_key_file(), key_error);
+  ASSERT_TRUE(secret_text) << key_error;
+  const PeerKey key = derive_peer_key(*secret_text);
+  // PeerAttach (the rgpud's proof back: `proved`), then PeerProve; the first refusal's error.
+  bool proved = false;
+  auto attach = [&](const PeerTicketId& id, const PeerSecret& secret, std::string* why,
+                    const PeerKey& k) {
+    proved = false;
     auto peer = std::make_unique<Raw>(d.port(), LinkPurpose::PeerLink);
     EXPECT_EQ(peer->handshake, 0);
-    Empty e;
-    int32_t r = peer->call(MsgId::PeerAttach, PeerAttachReq{id, secret}, e, why);
+    Nonce mine;
+    getrandom(mine.data(), mine.size(), 0);
+    PeerAttachRep rep;
+    int32_t r = peer->call(MsgId::PeerAttach, PeerAttachReq{id, mine}, rep, why);
+    if (r == 0) {
+      proved = peer_link_verify(k, PeerRole::Passive, id, secret, mine, rep.nonce, rep.proof);
+      Empty e;
+      r = peer->call(
+          MsgId::PeerProve,
+          PeerProveReq{peer_link_proof(k, PeerRole::Active, id, secret, mine, rep.nonce)}, e, why);
+    }
     return std::make_pair(r, std::move(peer));
   };
   std::string why;
 
-  PeerTicketRep t1 = ticket();
+  PeerVoucher t1 = ticket();
+  EXPECT_TRUE(peer_voucher_verify(key, t1));  // vouched for with the peer key
+  EXPECT_EQ(t1.endpoint, d.servers());        // where this client reached it
   PeerSecret wrong = t1.secret;
   wrong[31] ^= 1;
-  EXPECT_EQ(attach(t1.id, wrong, &why).first, 800);
-  EXPECT_NE(why.find("wrong peer ticket secret"), std::string::npos) << why;
+  EXPECT_EQ(attach(t1.id, wrong, &why, key).first, 800);
+  EXPECT_FALSE(proved);  // its proof is for the ticket's own secret
+  EXPECT_NE(why.find("did not prove"), std::string::npos) << why;
   // A wrong secret used the ticket up: the right one no longer opens it.
-  EXPECT_EQ(attach(t1.id, t1.secret, &why).first, 800);
+  EXPECT_EQ(attach(t1.id, t1.secret, &why, key).first, 800);
   EXPECT_NE(why.find("unknown, used or expired"), std::string::npos) << why;
+  // A peer without the peer key (a client that holds a ticket, say): refused, and the rgpud's
+  // proof means nothing to it.
+  PeerVoucher t0 = ticket();
+  EXPECT_EQ(attach(t0.id, t0.secret, &why, derive_peer_key("not the peer key")).first, 800);
+  EXPECT_FALSE(proved);
+  EXPECT_NE(why.find("did not prove"), std::string::npos) << why;
 
-  PeerTicketRep t2 = ticket();
+  PeerVoucher t2 = ticket();
   {
-    auto [r, peer] = attach(t2.id, t2.secret, &why);
+    auto [r, peer] = attach(t2.id, t2.secret, &why, key);
     ASSERT_EQ(r, 0) << why;
+    EXPECT_TRUE(proved);
     // Copy after copy over the one link.
     std::vector<uint8_t> got;
     EXPECT_EQ(read(*peer, m.ptr, 4096, &got, &why), 0) << why;
@@ -333,17 +364,19 @@ TEST(PeerTickets, ForgedUsedAndInventedTicketsAreRefused) {
     EXPECT_EQ(got, bytes);
   }
   // Replayed: refused.
-  EXPECT_EQ(attach(t2.id, t2.secret, &why).first, 800);
+  EXPECT_EQ(attach(t2.id, t2.secret, &why, key).first, 800);
   EXPECT_NE(why.find("unknown, used or expired"), std::string::npos) << why;
   // Invented: refused.
   PeerTicketId invented;
   PeerSecret secret;
   getrandom(invented.data(), invented.size(), 0);
   getrandom(secret.data(), secret.size(), 0);
-  EXPECT_EQ(attach(invented, secret, &why).first, 800);
+  EXPECT_EQ(attach(invented, secret, &why, key).first, 800);
   // A client session cannot speak a peer link's requests.
-  PeerTicketRep t3 = ticket();
-  EXPECT_EQ(client.call(MsgId::PeerAttach, PeerAttachReq{t3.id, t3.secret}, ok, &why), 801);
+  PeerVoucher t3 = ticket();
+  PeerAttachRep no;
+  EXPECT_EQ(client.call(MsgId::PeerAttach, PeerAttachReq{t3.id, {}}, no, &why), 801);
+  EXPECT_EQ(client.call(MsgId::PeerProve, PeerProveReq{}, ok, &why), 801);
   EXPECT_EQ(memory(), bytes);
   EXPECT_TRUE(d.alive());
 }
