@@ -116,13 +116,17 @@ class ModuleLoadTest : public ::testing::Test {
   }
   template <class Rep>
   int32_t reply(Rep& rep) {
-    uint8_t raw[kHeaderSize];
-    client_->recv(raw, sizeof raw);
-    FrameHeader h = decode_header(raw);
-    std::vector<uint8_t> body(h.body_len);
-    if (h.body_len) client_->recv(body.data(), body.size());
-    EXPECT_TRUE(h.flags & kFlagReply);
-    return decode_reply(body, rep, msg_);
+    for (;;) {
+      uint8_t raw[kHeaderSize];
+      client_->recv(raw, sizeof raw);
+      FrameHeader h = decode_header(raw);
+      std::vector<uint8_t> body(h.body_len);
+      if (h.body_len) client_->recv(body.data(), body.size());
+      // A slow load (a sanitizer build) may make the session say it is alive first.
+      if (h.type == static_cast<uint16_t>(MsgId::Heartbeat) && !(h.flags & kFlagReply)) continue;
+      EXPECT_TRUE(h.flags & kFlagReply);
+      return decode_reply(body, rep, msg_);
+    }
   }
   int32_t load(const std::vector<uint8_t>& image, ModuleRep& rep, std::vector<VarName> vars = {}) {
     ModuleLoadReq q;
@@ -359,9 +363,12 @@ TEST_F(ModuleQuotaTest, DecompressedCodeCountsAgainstTheClientMemoryLimit) {
   ModuleRep rep;
   for (uint8_t i = 1; i <= 4; ++i)
     EXPECT_EQ(load(inflating_fatbin(60ull << 20, i), rep), 0) << int(i) << ": " << msg_;
+  const std::vector<uint8_t> fifth = inflating_fatbin(60ull << 20, 5);
+  // Refused from its headers: the time is hashing and sending 60 MiB, not inflating it (generous
+  // for a sanitizer build on a loaded machine).
   auto start = Clock::now();
-  EXPECT_EQ(load(inflating_fatbin(60ull << 20, 5), rep), err::MemoryAllocation) << msg_;
-  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_EQ(load(fifth, rep), err::MemoryAllocation) << msg_;
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
   EXPECT_NE(msg_.find("bytes of code would exceed"), std::string::npos) << msg_;
   EXPECT_NE(msg_.find("--client-mem-limit"), std::string::npos) << msg_;
   EXPECT_EQ(slots_->in_use(), 0);
