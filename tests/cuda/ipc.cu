@@ -15,29 +15,12 @@
 #include <vector>
 
 #include "check.h"
+#include "ipc_handle_text.h"
 
 namespace {
 
 constexpr int kN = 1 << 18;  // 1 MiB of ints: an allocation of its own on rgpu's server
 constexpr size_t kBytes = kN * sizeof(int);
-
-std::string to_hex(const cudaIpcMemHandle_t& h) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < sizeof h.reserved; ++i) {
-    unsigned char c = static_cast<unsigned char>(h.reserved[i]);
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
-bool from_hex(const std::string& s, cudaIpcMemHandle_t& h) {
-  if (s.size() != 2 * sizeof h.reserved) return false;
-  for (size_t i = 0; i < sizeof h.reserved; ++i)
-    h.reserved[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
-  return true;
-}
 
 int export_mode() {
   int* d = nullptr;
@@ -74,8 +57,8 @@ int import_mode(const std::string& hex) {
   int* d = nullptr;
   EXPECT_ERR(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&d), handle, 0x80),
              cudaErrorInvalidValue);
-  REQUIRE_OK(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&d), handle,
-                                  cudaIpcMemLazyEnablePeerAccess));
+  REQUIRE_OK(
+      cudaIpcOpenMemHandle(reinterpret_cast<void**>(&d), handle, cudaIpcMemLazyEnablePeerAccess));
   std::vector<int> h(kN);
   EXPECT_OK(cudaMemcpy(h.data(), d, kBytes, cudaMemcpyDeviceToHost));
   bool ok = true;

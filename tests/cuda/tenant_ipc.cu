@@ -25,28 +25,11 @@
 #include <vector>
 
 #include "check.h"
+#include "ipc_handle_text.h"
 
 namespace {
 
 constexpr uint64_t kSlab = 2ull << 20;  // rgpu's server carves allocations <= 1 MiB from these
-
-std::string to_hex(const cudaIpcMemHandle_t& h) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < sizeof h.reserved; ++i) {
-    unsigned char c = static_cast<unsigned char>(h.reserved[i]);
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
-bool from_hex(const std::string& s, cudaIpcMemHandle_t& h) {
-  if (s.size() != 2 * sizeof h.reserved) return false;
-  for (size_t i = 0; i < sizeof h.reserved; ++i)
-    h.reserved[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
-  return true;
-}
 
 bool wait_file(const std::string& path, int seconds) {
   for (int i = 0; i < seconds * 10; ++i) {
