@@ -355,9 +355,17 @@ int run_daemon(const DaemonConfig& cfg) {
     return 1;
   }
 
+  // What each user's sessions hold together (--mem-limit-per-user), shared the same way.
+  UserAccounts* users = UserAccounts::create();
+  if (!users) {
+    LOG_ERROR("cannot create the shared table of per-user accounts");
+    return 1;
+  }
+
   SessionProcessConfig spc;
   spc.daemon = &cfg;
   spc.decompressions = decompressions;
+  spc.users = users;
   spc.token = token;
   spc.server_info = "rgpud " RGPU_VERSION " on " + hostname();
   spc.use_cuda = use_cuda;
@@ -374,6 +382,7 @@ int run_daemon(const DaemonConfig& cfg) {
   spc.peer_listen = listener->address();
   Supervisor sup(cfg, ledgers);
   sup.set_decompressions(decompressions);
+  sup.set_user_accounts(users);
   int max_sessions = cfg.max_sessions;
   if (!use_cuda && max_sessions > backend::HostLedger::kSlots) {
     LOG_WARN("--max-sessions %d: the host backend's ledger has %d slots; using %d", max_sessions,

@@ -41,24 +41,27 @@ struct DaemonConfig {
   int max_handshakes = 32;
   int max_handshakes_per_user = 8;
   int handshake_timeout_ms = 5000;
-  int max_sessions = 256;         // authenticated sessions at once
-  int max_sessions_per_user = 0;  // per shm uid / TCP peer address (0: no limit but the total)
-  uint64_t client_mem_limit = 0;  // device memory per session (0: none)
+  int max_sessions = 256;           // authenticated sessions at once
+  int max_sessions_per_user = 0;    // per shm uid / TCP peer address (0: no limit but the total)
+  uint64_t client_mem_limit = 0;    // device memory per session (0: none)
+  uint64_t mem_limit_per_user = 0;  // device memory of one user's sessions together (0: none)
   // Module images: what one may decompress to, at least (the budget is max(this, 64x the
   // image), fatbin::decompression_budget), and how many are decompressed at once on this daemon,
   // all sessions together; a session waits at most decompression_wait_ms for its turn.
   uint64_t max_image_mb = fatbin::kDefaultImageFloor >> 20;
   int max_decompressions = 4;
+  int max_decompressions_per_user = 2;  // of those, held by one user's sessions (0: no limit)
   int decompression_wait_ms = 30000;
   size_t client_max_streams = 1024;
   size_t client_max_events = 65536;
   // CUDA IPC exports (memory and event handles) rgpud keeps for one session at once, a descriptor
   // each (0: no limit but the daemon's descriptor budget).
   size_t client_max_ipc_exports = 256;
-  int shutdown_timeout_ms = 5000;  // SIGTERM to sessions, SIGKILL after this
-  int client_timeout_s = 30;       // a client stalled mid-frame or not reading ends its session
-  int drain_limit_s = 10;          // GPU work still running this long after its client left ends
-                                   // the session process (the driver frees what it held)
+  size_t max_ipc_exports_per_user = 0;  // of all one user's sessions together (0: no limit)
+  int shutdown_timeout_ms = 5000;       // SIGTERM to sessions, SIGKILL after this
+  int client_timeout_s = 30;  // a client stalled mid-frame or not reading ends its session
+  int drain_limit_s = 10;     // GPU work still running this long after its client left ends
+                              // the session process (the driver frees what it held)
 };
 
 // Runs until SIGTERM/SIGINT.  Returns the process exit code.

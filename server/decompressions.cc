@@ -48,26 +48,49 @@ DecompressionSlots* DecompressionSlots::create(int slots) {
   auto* s = new (p) DecompressionSlots();
   s->count_ = slots;
   s->released_.store(0);
-  for (auto& pid : s->pid_) pid.store(0);
+  for (auto& h : s->holder_) h.store(0);
   return s;
 }
 
-int DecompressionSlots::try_take(pid_t pid) {
+int DecompressionSlots::try_take(uint64_t h) {
   for (int i = 0; i < count_; ++i) {
-    int32_t expect = 0;
-    if (pid_[i].compare_exchange_strong(expect, pid)) return i;
+    uint64_t expect = 0;
+    if (holder_[i].compare_exchange_strong(expect, h)) return i;
   }
   return -1;
 }
 
-int DecompressionSlots::acquire(pid_t pid, int wait_ms) {
+int DecompressionSlots::held_by(uint32_t user) const {
+  int n = 0;
+  for (int i = 0; i < count_; ++i) n += holder_[i].load() >> 32 == user;
+  return n;
+}
+
+void DecompressionSlots::wake() {
+  released_.fetch_add(1);
+  futex_wake_all(released_);
+}
+
+int DecompressionSlots::acquire(pid_t pid, uint32_t user, int per_user, int wait_ms) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(0, wait_ms));
+  const bool shares = user && per_user > 0;
+  bool by_user = false;
   for (;;) {
     const uint32_t seen = released_.load();
-    if (int slot = try_take(pid); slot >= 0) return slot;
+    by_user = false;
+    if (shares && held_by(user) >= per_user) {
+      by_user = true;
+    } else if (int slot = try_take(holder(pid, user)); slot >= 0) {
+      // Another session of the user may have taken one at the same moment: the one that sees
+      // the share exceeded gives its slot back (both may, near the share; never both keep it).
+      if (!shares || held_by(user) <= per_user) return slot;
+      holder_[slot].store(0);
+      wake();
+      by_user = true;
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return -1;
+    if (left.count() <= 0) return by_user ? -2 : -1;
     // Woken by a release; the cap makes a lost wakeup cost at most 50 ms.
     futex_wait(released_, seen, std::min(left, std::chrono::milliseconds(50)));
   }
@@ -75,36 +98,40 @@ int DecompressionSlots::acquire(pid_t pid, int wait_ms) {
 
 void DecompressionSlots::release(int slot, pid_t pid) {
   if (slot < 0 || slot >= count_) return;
-  int32_t expect = pid;
-  if (!pid_[slot].compare_exchange_strong(expect, 0)) return;  // the daemon freed it already
-  released_.fetch_add(1);
-  futex_wake_all(released_);
+  uint64_t h = holder_[slot].load();
+  if (h == 0 || pid_of(h) != pid) return;  // the daemon freed it already
+  if (!holder_[slot].compare_exchange_strong(h, 0)) return;
+  wake();
 }
 
 void DecompressionSlots::release_process(pid_t pid) {
   if (pid <= 0) return;
   bool any = false;
   for (int i = 0; i < count_; ++i) {
-    int32_t expect = pid;
-    any |= pid_[i].compare_exchange_strong(expect, 0);
+    uint64_t h = holder_[i].load();
+    if (h != 0 && pid_of(h) == pid) any |= holder_[i].compare_exchange_strong(h, 0);
   }
-  if (!any) return;
-  released_.fetch_add(1);
-  futex_wake_all(released_);
+  if (any) wake();
 }
 
 int DecompressionSlots::in_use() const {
   int n = 0;
-  for (int i = 0; i < count_; ++i) n += pid_[i].load() != 0;
+  for (int i = 0; i < count_; ++i) n += holder_[i].load() != 0;
   return n;
 }
 
-bool DecompressionSlot::take(DecompressionSlots* slots, int wait_ms) {
+bool DecompressionSlot::take(DecompressionSlots* slots, int wait_ms, uint32_t user, int per_user,
+                             bool* by_user) {
   reset();
+  if (by_user) *by_user = false;
   if (!slots) return true;
   pid_ = getpid();
-  slot_ = slots->acquire(pid_, wait_ms);
-  if (slot_ < 0) return false;
+  slot_ = slots->acquire(pid_, user, per_user, wait_ms);
+  if (slot_ < 0) {
+    if (by_user) *by_user = slot_ == -2;
+    slot_ = -1;
+    return false;
+  }
   slots_ = slots;
   taken_us_ = monotonic_us();
   return true;

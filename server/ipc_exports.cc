@@ -124,6 +124,16 @@ std::string IpcExports::over_limit(pid_t owner) const {
            " IPC exports of this session, its limit (--client-max-ipc-exports " +
            std::to_string(limits_.per_session) +
            "); an export ends when its memory is freed or its event destroyed";
+  auto user = user_of_.find(owner);
+  if (limits_.per_user && user != user_of_.end()) {
+    auto n = per_user_.find(user->second);
+    const size_t theirs = n == per_user_.end() ? 0 : n->second;
+    if (theirs >= limits_.per_user)
+      return "rgpud already keeps " + std::to_string(theirs) +
+             " IPC exports of this user's sessions, its limit (--max-ipc-exports-per-user " +
+             std::to_string(limits_.per_user) +
+             "); an export ends when its memory is freed or its event destroyed";
+  }
   if (exports_.size() >= limits_.total)
     return "rgpud keeps " + std::to_string(exports_.size()) +
            " IPC exports of all sessions, each an open descriptor, as many as its descriptor "
@@ -136,6 +146,10 @@ IpcExports::Exports::iterator IpcExports::erase(Exports::iterator it) {
   close(it->second.fd);
   auto n = per_owner_.find(it->second.owner);
   if (n != per_owner_.end() && --n->second == 0) per_owner_.erase(n);
+  if (auto u = user_of_.find(it->second.owner); u != user_of_.end()) {
+    auto k = per_user_.find(u->second);
+    if (k != per_user_.end() && --k->second == 0) per_user_.erase(k);
+  }
   return exports_.erase(it);
 }
 
@@ -161,6 +175,7 @@ std::string IpcExports::do_export(pid_t owner, const char* msg, size_t n, int fd
   } while (exports_.count(id));
   exports_.emplace(id, e);
   ++per_owner_[owner];
+  if (auto u = user_of_.find(owner); u != user_of_.end()) ++per_user_[u->second];
   memcpy(token.data(), identity_.data(), 16);
   memcpy(token.data() + 16, id.data(), 16);
   return "";
@@ -233,14 +248,17 @@ void IpcExports::close_all() {
   for (auto& [id, e] : exports_) close(e.fd);
   exports_.clear();
   per_owner_.clear();
+  user_of_.clear();
+  per_user_.clear();
   warned_.clear();
 }
 
 void IpcExports::drop_owner(pid_t owner) {
   warned_.erase(owner);
-  if (!per_owner_.count(owner)) return;
-  for (auto it = exports_.begin(); it != exports_.end();)
-    it = it->second.owner == owner ? erase(it) : std::next(it);
+  if (per_owner_.count(owner))
+    for (auto it = exports_.begin(); it != exports_.end();)
+      it = it->second.owner == owner ? erase(it) : std::next(it);
+  user_of_.erase(owner);  // after the erases: they count down the user's exports
 }
 
 std::string ipc_export(int control, int fd, const IpcMeta& meta, IpcToken& token, int timeout_ms) {

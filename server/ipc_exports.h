@@ -44,6 +44,7 @@ struct IpcMeta {
 // What bounds the exports a daemon keeps.
 struct IpcLimits {
   size_t per_session = 0;   // --client-max-ipc-exports (0: no limit)
+  size_t per_user = 0;      // --max-ipc-exports-per-user (0: no limit)
   size_t total = SIZE_MAX;  // descriptors all sessions' exports may keep together
   std::string total_why;    // how `total` was reached, for the refusal
 };
@@ -72,6 +73,9 @@ class IpcExports {
   // Exports beyond a limit are refused, naming it (logged once per session).
   void set_limits(IpcLimits limits) { limits_ = std::move(limits); }
   const IpcLimits& limits() const { return limits_; }
+  // Session process `owner` belongs to user `user` (Supervisor's numbers): its exports count
+  // towards the user's limit.
+  void set_user(pid_t owner, uint32_t user) { user_of_[owner] = user; }
   // The session ended: its exports go, and their descriptors are closed.
   void drop_owner(pid_t owner);
   // Closes every kept descriptor and forgets the exports (in a freshly forked session process).
@@ -100,8 +104,10 @@ class IpcExports {
 
   std::array<uint8_t, 16> identity_{};
   Exports exports_;
-  std::map<pid_t, size_t> per_owner_;  // exports kept per session
-  std::set<pid_t> warned_;             // sessions whose refusal by a limit was logged
+  std::map<pid_t, size_t> per_owner_;    // exports kept per session
+  std::map<pid_t, uint32_t> user_of_;    // the user of each session (set_user)
+  std::map<uint32_t, size_t> per_user_;  // exports kept per user
+  std::set<pid_t> warned_;               // sessions whose refusal by a limit was logged
   IpcLimits limits_;
 };
 

@@ -52,15 +52,21 @@ void usage(FILE* out) {
       "  --max-sessions-per-user N  sessions per user: per uid for shared-memory clients,\n"
       "                        per IP address for TCP clients (default 0: no limit)\n"
       "  --client-mem-limit SIZE  device memory one session may hold (default: no limit)\n"
+      "  --mem-limit-per-user SIZE  device memory one user's sessions may hold together\n"
+      "                        (default: no limit)\n"
       "  --client-max-streams N   streams one session may have (default 1024; 0: no limit)\n"
       "  --client-max-events N    events one session may have (default 65536; 0: no limit)\n"
       "  --client-max-ipc-exports N  CUDA IPC handles (memory and events) rgpud keeps for one\n"
       "                        session at once, an open descriptor each (default 256; 0: no\n"
       "                        limit but rgpud's descriptor budget, see the README)\n"
+      "  --max-ipc-exports-per-user N  CUDA IPC handles rgpud keeps for one user's sessions\n"
+      "                        together (default 0: no limit but the two above)\n"
       "  --max-image-mb N      a module image may decompress to max(N MiB, 64x its size)\n"
       "                        (capped at 1 GiB beyond N; default 64)\n"
       "  --max-decompressions N  module images decompressed at once, all sessions\n"
       "                        together (default 4)\n"
+      "  --max-decompressions-per-user N  of those, decompressed for one user's sessions\n"
+      "                        (default 2; 0: no limit but the total)\n"
       "  --decompression-wait S  seconds a module load waits for its turn to decompress\n"
       "                        before it fails (default 30)\n"
       "  --shutdown-timeout S  on SIGTERM/SIGINT, seconds sessions get to end before SIGKILL\n"
@@ -207,11 +213,21 @@ int main(int argc, char** argv) {
         return 2;
       }
       cfg.client_mem_limit = *s;
+    } else if (a == "--mem-limit-per-user") {
+      auto s = rgpu::parse_size(value());
+      if (!s) {
+        fprintf(stderr, "rgpud: bad --mem-limit-per-user (e.g. 512MiB, 8GiB; 0 for no limit)\n");
+        return 2;
+      }
+      cfg.mem_limit_per_user = *s;
     } else if (a == "--max-image-mb") {
       cfg.max_image_mb = static_cast<uint64_t>(count_option(a, value(), 1, 1 << 20));
     } else if (a == "--max-decompressions") {
       cfg.max_decompressions =
           count_option(a, value(), 1, rgpu::server::DecompressionSlots::kMaxSlots);
+    } else if (a == "--max-decompressions-per-user") {
+      cfg.max_decompressions_per_user =
+          count_option(a, value(), 0, rgpu::server::DecompressionSlots::kMaxSlots);
     } else if (a == "--decompression-wait") {
       cfg.decompression_wait_ms = seconds_option(a, value());
     } else if (a == "--client-max-streams") {
@@ -220,6 +236,8 @@ int main(int argc, char** argv) {
       cfg.client_max_events = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
     } else if (a == "--client-max-ipc-exports") {
       cfg.client_max_ipc_exports = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
+    } else if (a == "--max-ipc-exports-per-user") {
+      cfg.max_ipc_exports_per_user = static_cast<size_t>(count_option(a, value(), 0, 1 << 30));
     } else if (a == "--shutdown-timeout") {
       cfg.shutdown_timeout_ms = seconds_option(a, value());
     } else if (a == "--host-kernels") {

@@ -163,14 +163,20 @@ Status Session::describe_module(uint32_t dev, const Image& image, fatbin::Module
     return s;
   if (plan.decompresses()) {
     auto start = std::chrono::steady_clock::now();
-    if (!slot.take(config_.decompressions, config_.decompression_wait_ms)) {
+    bool by_user = false;
+    if (!slot.take(config_.decompressions, config_.decompression_wait_ms, config_.user,
+                   config_.decompressions_per_user, &by_user)) {
       quota_.release(Hold::ModuleCode, dev, plan.chosen_bytes);
       return Status::fail(err::MemoryAllocation,
                           "no decompression slot came free within " +
-                              std::to_string(config_.decompression_wait_ms) +
-                              " ms: rgpud decompresses at most " +
-                              std::to_string(config_.decompressions->slots()) +
-                              " module images at once (--max-decompressions)");
+                              std::to_string(config_.decompression_wait_ms) + " ms: " +
+                              (by_user ? "the user's sessions already decompressed " +
+                                             std::to_string(config_.decompressions_per_user) +
+                                             " module images, the most one user may at once "
+                                             "(--max-decompressions-per-user)"
+                                       : "rgpud decompresses at most " +
+                                             std::to_string(config_.decompressions->slots()) +
+                                             " module images at once (--max-decompressions)"));
     }
     if (slot.held())
       LOG_INFO("decompression slot %d taken after %lld ms", slot.index(),

@@ -36,6 +36,16 @@ backend::Status MemoryQuota::charge(Hold why, uint32_t dev, uint64_t bytes,
         code, action + " would exceed rgpud's per-client device memory limit of " +
                   std::to_string(limit_) + " bytes (--client-mem-limit; " + std::to_string(total_) +
                   " bytes held" + holdings() + ")");
+  if (user_.active()) {
+    uint64_t user_held = 0;
+    int sessions = 0;
+    if (!user_.accounts->charge(user_.entry, bytes, user_.limit, user_held, sessions))
+      return backend::Status::fail(
+          code, action + " would exceed rgpud's per-user device memory limit of " +
+                    std::to_string(user_.limit) + " bytes (--mem-limit-per-user; the user's " +
+                    std::to_string(sessions) + " sessions hold " + std::to_string(user_held) +
+                    " bytes, this one " + std::to_string(total_) + holdings() + ")");
+  }
   total_ += bytes;
   held_[{why, dev}] += bytes;
   return backend::Status::success();
@@ -43,7 +53,15 @@ backend::Status MemoryQuota::charge(Hold why, uint32_t dev, uint64_t bytes,
 
 bool MemoryQuota::fits(uint64_t bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return !limit_ || (bytes <= limit_ && total_ <= limit_ - bytes);
+  if (limit_ && (bytes > limit_ || total_ > limit_ - bytes)) return false;
+  if (!user_.active() || !user_.limit) return true;
+  const uint64_t user_held = user_.accounts->held(user_.accounts->user(user_.entry));
+  return bytes <= user_.limit && user_held <= user_.limit - bytes;
+}
+
+void MemoryQuota::give_back(uint64_t bytes) {
+  total_ -= bytes;
+  if (user_.active()) user_.accounts->release(user_.entry, bytes);
 }
 
 void MemoryQuota::release(Hold why, uint32_t dev, uint64_t bytes) {
@@ -56,7 +74,7 @@ void MemoryQuota::release(Hold why, uint32_t dev, uint64_t bytes) {
              static_cast<unsigned long long>(have));
   bytes = std::min(bytes, have);
   if (!bytes) return;
-  total_ -= bytes;
+  give_back(bytes);
   if ((it->second -= bytes) == 0) held_.erase(it);
 }
 
@@ -64,7 +82,7 @@ void MemoryQuota::release_all(Hold why, uint32_t dev) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = held_.find({why, dev});
   if (it == held_.end()) return;
-  total_ -= it->second;
+  give_back(it->second);
   held_.erase(it);
 }
 

@@ -6,6 +6,9 @@
 // CUDA arrays, and modules (their variables and their code, decompressed).  A device reset releases
 // what that GPU held; the session's end releases everything with the process.
 //
+// A session of rgpud's also charges its user's account (server/user_accounts.h), which holds
+// what all sessions of one user hold together against --mem-limit-per-user.
+//
 // The dispatcher charges; waiters may release (frees end there), so every access takes a lock.
 #pragma once
 
@@ -17,6 +20,7 @@
 #include <utility>
 
 #include "backend/executor.h"
+#include "server/user_accounts.h"
 
 namespace rgpu::server {
 
@@ -34,12 +38,13 @@ const char* hold_name(Hold h);
 
 class MemoryQuota {
  public:
-  explicit MemoryQuota(uint64_t limit = 0) : limit_(limit) {}
+  explicit MemoryQuota(uint64_t limit = 0, UserAccount user = {}) : limit_(limit), user_(user) {}
 
   uint64_t limit() const { return limit_; }  // 0: none
   // Charges `bytes` of GPU `dev` to `why`, or fails with `code` (cudaErrorMemoryAllocation,
   // which the driver API reads as CUDA_ERROR_OUT_OF_MEMORY) and a message that names
-  // --client-mem-limit, `action` ("allocating 4096 bytes") and what the session already holds.
+  // --client-mem-limit, `action` ("allocating 4096 bytes") and what the session already holds, or
+  // --mem-limit-per-user and what the user's sessions hold.
   backend::Status charge(Hold why, uint32_t dev, uint64_t bytes, const std::string& action,
                          CudaError code = err::MemoryAllocation);
   // Whether `bytes` more would fit now.
@@ -53,7 +58,10 @@ class MemoryQuota {
  private:
   std::string holdings() const;  // mu_ held: "12 MiB by cudaMalloc, 3 MiB by module code"
   mutable std::mutex mu_;
+  // mu_ held: takes `bytes` off the user's account too.
+  void give_back(uint64_t bytes);
   const uint64_t limit_;
+  const UserAccount user_;
   uint64_t total_ = 0;
   std::map<std::pair<Hold, uint32_t>, uint64_t> held_;
 };

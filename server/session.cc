@@ -46,7 +46,7 @@ Session::Session(transport::Connection& conn, backend::Executor& exec, SessionCo
       async_pool_(exec, config_.staging_bytes, config_.staging_limit),
       allocs_(exec.device_count()),
       windows_(exec),
-      quota_(config_.mem_limit),
+      quota_(config_.mem_limit, config_.user_account),
       archs_(exec.device_count()),
       modules_(exec.device_count()),
       module_ids_(exec.device_count()),

@@ -44,6 +44,7 @@
 #include "server/peer_fences.h"
 #include "server/peer_host.h"
 #include "server/quota.h"
+#include "server/user_accounts.h"
 #include "server/waiter.h"
 #include "transport/connection.h"
 
@@ -71,11 +72,16 @@ struct SessionConfig {
   bool authenticated = false;  // the handshake already happened (rgpud's session process)
   // Per-client limits (0: none); exceeding one fails the request with a message naming it.
   uint64_t mem_limit = 0;  // bytes of device memory, all GPUs together (--client-mem-limit)
+  // What the user's sessions hold together (--mem-limit-per-user; server/user_accounts.h), and
+  // the user's number there (0: none).
+  UserAccount user_account{};
+  uint32_t user = 0;
   // Module images (server/modules.cc): what one may decompress to, at least (rgpud
   // --max-image-mb; fatbin::decompression_budget), and the daemon's decompression slots
   // (--max-decompressions; null: no limit), waited for at most decompression_wait_ms.
   uint64_t image_floor = fatbin::kDefaultImageFloor;
   DecompressionSlots* decompressions = nullptr;
+  int decompressions_per_user = 0;  // slots one user holds at once (--max-decompressions-per-user)
   int decompression_wait_ms = 30000;
   size_t max_streams = 0;  // streams alive at once (--client-max-streams)
   size_t max_events = 0;   // events alive at once (--client-max-events)

@@ -168,6 +168,12 @@ void run_session_process(const SessionProcessConfig& cfg,
     sc.mem_limit = d.client_mem_limit;
     sc.image_floor = d.max_image_mb << 20;
     sc.decompressions = cfg.decompressions;
+    sc.decompressions_per_user = d.max_decompressions_per_user;
+    if (cfg.users) {  // the daemon gave this session its user's entry before admitting it
+      const int entry = cfg.users->find(getpid());
+      sc.user_account = {cfg.users, entry, d.mem_limit_per_user};
+      sc.user = cfg.users->user(entry);
+    }
     sc.decompression_wait_ms = d.decompression_wait_ms;
     sc.max_streams = d.client_max_streams;
     sc.max_events = d.client_max_events;

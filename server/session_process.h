@@ -15,6 +15,7 @@
 #include "server/daemon.h"
 #include "server/decompressions.h"
 #include "server/module_cache.h"
+#include "server/user_accounts.h"
 #include "transport/provider.h"
 #include "transport/tls/tls.h"
 
@@ -31,7 +32,8 @@ struct SessionProcessConfig {
   const backend::HostKernels* host_kernels = nullptr;
   const ModuleCache* cache = nullptr;
   DecompressionSlots* decompressions = nullptr;  // shared by every session (--max-decompressions)
-  const transport::TlsContext* tls = nullptr;    // TCP clients must use TLS
+  UserAccounts* users = nullptr;  // what each user's sessions hold (--mem-limit-per-user)
+  const transport::TlsContext* tls = nullptr;        // TCP clients must use TLS
   const transport::TlsContext* peer_tls = nullptr;   // the same certificate for peer links
   const proto::NvmlProbeTable* gpu_table = nullptr;  // cuda backend: what the GPU probe learnt
   // Copies between servers (server/peer_vouch.h): the peer key (none: `peer_key_error` says

@@ -18,6 +18,7 @@ Supervisor::Supervisor(const DaemonConfig& cfg, std::vector<backend::HostLedger*
     : cfg_(cfg), ledgers_(std::move(ledgers)), max_sessions_(cfg.max_sessions) {
   IpcLimits l;
   l.per_session = cfg.client_max_ipc_exports;
+  l.per_user = cfg.max_ipc_exports_per_user;
   ipc_.set_limits(std::move(l));
 }
 
@@ -131,6 +132,16 @@ std::string Supervisor::admit(const std::string& identity, bool query) const {
   return "";
 }
 
+std::string Supervisor::enter(Child& c, const std::string& identity) {
+  auto [at, added] = user_numbers_.emplace(identity, 0);
+  if (added) at->second = static_cast<uint32_t>(user_numbers_.size());
+  ipc_.set_user(c.pid, at->second);
+  if (!users_ || users_->enter(c.pid, at->second)) return "";
+  if (!cfg_.mem_limit_per_user) return "";  // nothing to account for without the entry
+  return "rgpud's table of per-user accounts is full (" + std::to_string(UserAccounts::kEntries) +
+         " sessions; --mem-limit-per-user)";
+}
+
 void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {
   for (size_t i = first; i < fds.size(); ++i) {
     if (!fds[i].revents) continue;
@@ -169,6 +180,7 @@ void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {
       std::string identity(buf + 1, static_cast<size_t>(n - 1));
       const bool query = buf[0] == kAdmitQuery;
       std::string why = admit(identity, query);
+      if (why.empty() && !query) why = enter(*it, identity);
       if (why.empty()) {
         it->admitted = true;
         it->query = query;
@@ -214,6 +226,7 @@ void Supervisor::reap() {
   for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
     for (auto* l : ledgers_) l->release_process(p);
     if (decompressions_) decompressions_->release_process(p);
+    if (users_) users_->leave(p);
     ipc_.drop_owner(p);
     peers_.drop_owner(p);
     auto it = std::find_if(children_.begin(), children_.end(),

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "server/decompressions.h"
 #include "server/ipc_exports.h"
 #include "server/peer_routes.h"
+#include "server/user_accounts.h"
 
 namespace rgpu::server {
 
@@ -33,6 +35,9 @@ class Supervisor {
   static constexpr size_t kFdSlack = 64;
   // The decompression slots whose holders reap() frees (server/decompressions.h).
   void set_decompressions(DecompressionSlots* slots) { decompressions_ = slots; }
+  // The per-user accounts (server/user_accounts.h): an admitted session gets its entry, which
+  // reap() clears.
+  void set_user_accounts(UserAccounts* users) { users_ = users; }
   // A new session process, in its handshake; `control` is the daemon's end of its control socket.
   // `source` is whom it counts under before it authenticates (PendingConnection::source), `local`
   // whether it came over a co-located transport (shared memory).
@@ -81,11 +86,15 @@ class Supervisor {
     bool query = false;  // an NVML query link (server/nvml.h), counted apart from sessions
   };
   std::string admit(const std::string& identity, bool query) const;
+  // Admits session `c` of `identity`: its user's number, its per-user entry; "" or why not.
+  std::string enter(Child& c, const std::string& identity);
   void wait_for_all(int sigfd, Clock::time_point deadline);
 
   const DaemonConfig& cfg_;
   std::vector<backend::HostLedger*> ledgers_;
   DecompressionSlots* decompressions_ = nullptr;
+  UserAccounts* users_ = nullptr;
+  std::map<std::string, uint32_t> user_numbers_;  // identity -> its number in users_ (from 1)
   int max_sessions_;
   std::vector<Child> children_;
   IpcExports ipc_;    // what sessions exported for CUDA IPC

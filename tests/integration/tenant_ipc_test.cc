@@ -18,6 +18,7 @@
 #include <string>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/tenant_helpers.h"
 
 using namespace rgpu::test;
 
@@ -43,15 +44,6 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// "key=value" from the exporter's summary line (values end at a space; reason= at the line's end).
-std::string field(const std::string& line, const std::string& key) {
-  size_t at = line.find(" " + key + "=");
-  if (at == std::string::npos) return "";
-  at += key.size() + 2;
-  if (key == "reason") return line.substr(at);
-  return line.substr(at, line.find(' ', at) - at);
-}
-
 // Another tenant connects and works while the exporter holds its exports.
 void another_client_works(const Daemon& d) {
   for (const char* transport : {"tcp", "shm"}) {
@@ -71,8 +63,8 @@ struct Held {
 Held hold(Child& exporter, int count) {
   Held h;
   EXPECT_TRUE(exporter.wait_line("holding ", 120, &h.line)) << "the exporter did not get going";
-  h.exported = atoi(field(h.line, "exported").c_str());
-  h.refused = atoi(field(h.line, "refused").c_str());
+  h.exported = atoi(summary_field(h.line, "exported").c_str());
+  h.refused = atoi(summary_field(h.line, "refused").c_str());
   EXPECT_EQ(h.exported + h.refused, count) << h.line;
   return h;
 }
@@ -83,11 +75,11 @@ TEST(TenantIpc, ASessionKeepsAtMostItsCapOfExports) {
   Child exporter = spawn({cuda_program("tenant_ipc"), "hold", "150", "256"}, d.client_env());
   Held h = hold(exporter, 150);
   EXPECT_EQ(h.exported, 100) << h.line;
-  EXPECT_EQ(field(h.line, "error"), "cudaErrorMemoryAllocation") << h.line;
-  EXPECT_NE(field(h.line, "reason").find("--client-max-ipc-exports 100"), std::string::npos)
+  EXPECT_EQ(summary_field(h.line, "error"), "cudaErrorMemoryAllocation") << h.line;
+  EXPECT_NE(summary_field(h.line, "reason").find("--client-max-ipc-exports 100"), std::string::npos)
       << h.line;
   // cudaFree ended one export: the next one fits.
-  EXPECT_EQ(field(h.line, "retry"), "cudaSuccess") << h.line;
+  EXPECT_EQ(summary_field(h.line, "retry"), "cudaSuccess") << h.line;
   another_client_works(d);
   EXPECT_TRUE(d.alive());
   exporter.kill_and_wait(9);
@@ -104,9 +96,10 @@ TEST(TenantIpc, ExportsLeaveTheDaemonDescriptorsForNewClients) {
   Held h = hold(exporter, 1100);
   EXPECT_GT(h.exported, 0) << h.line;
   EXPECT_LT(h.exported, kMaxFds) << h.line;
-  EXPECT_EQ(field(h.line, "error"), "cudaErrorMemoryAllocation") << h.line;
-  EXPECT_NE(field(h.line, "reason").find("descriptor limit 1024"), std::string::npos) << h.line;
-  EXPECT_EQ(field(h.line, "retry"), "cudaSuccess") << h.line;
+  EXPECT_EQ(summary_field(h.line, "error"), "cudaErrorMemoryAllocation") << h.line;
+  EXPECT_NE(summary_field(h.line, "reason").find("descriptor limit 1024"), std::string::npos)
+      << h.line;
+  EXPECT_EQ(summary_field(h.line, "retry"), "cudaSuccess") << h.line;
   another_client_works(d);
   EXPECT_TRUE(d.alive());
   const std::string text = read_file(log);

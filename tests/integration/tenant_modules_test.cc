@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/tenant_helpers.h"
 #include "tests/unit/image_builder.h"
 
 using namespace rgpu::test;
@@ -27,41 +28,12 @@ bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
 }
 
-// A file of the test's own, removed when it goes.
-struct TempFile {
-  std::string path;
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  explicit TempFile(const std::vector<uint8_t>& bytes) {
-    char tmpl[] = "/tmp/rgpu-image-XXXXXX";
-    int fd = mkstemp(tmpl);
-    path = tmpl;
-    if (fd < 0 || write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()))
-      ADD_FAILURE() << "cannot write " << path;
-    if (fd >= 0) close(fd);
-  }
-  ~TempFile() { unlink(path.c_str()); }
-};
-
 // 33 KB declaring 1 GiB: four 256 MiB entries of zeros, each the most one entry may declare.
 std::vector<uint8_t> bomb_fatbin() {
   FatbinBuilder b;
   const uint64_t entry = 256ull << 20;
   auto zeros = zstd_zeros(entry);
   for (uint32_t arch : {90u, 80u, 75u, 70u}) b.entries.push_back({2, arch, 0x8000, zeros, entry});
-  return b.build();
-}
-
-// A valid fat binary whose sm_90 cubin decompresses to `bytes` and more (a section of zeros
-// after a kernel `k`): within the per-image budget, but work to inflate.
-std::vector<uint8_t> inflating_fatbin(uint64_t bytes, uint8_t seed) {
-  CubinBuilder c = basic_cubin();
-  std::vector<uint8_t> text(bytes, 0);
-  text[0] = seed;
-  c.add({".text.k", 1, std::move(text)});
-  std::vector<uint8_t> cubin = c.build();
-  FatbinBuilder b;
-  b.entries.push_back({2, 90, 0x8000, zstd_frame(cubin), cubin.size()});
   return b.build();
 }
 
@@ -81,28 +53,6 @@ std::vector<Load> loads(const std::string& out) {
       v.push_back(l);
     }
   return v;
-}
-
-// The daemon's log: when each decompression slot was held (CLOCK_MONOTONIC microseconds).
-std::vector<std::pair<long long, long long>> slot_spans(const std::string& log_file) {
-  std::ifstream in(log_file);
-  std::string log((std::istreambuf_iterator<char>(in)), {});
-  std::vector<std::pair<long long, long long>> spans;
-  std::regex re(R"(decompression slot \d+ of \d+ held (\d+)\.\.(\d+) us)");
-  for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it)
-    spans.push_back({std::stoll((*it)[1]), std::stoll((*it)[2])});
-  return spans;
-}
-
-// The most spans that overlap at one moment.
-int most_at_once(const std::vector<std::pair<long long, long long>>& spans) {
-  int best = 0;
-  for (const auto& a : spans) {
-    int n = 0;
-    for (const auto& b : spans) n += b.first <= a.first && a.first < b.second;
-    best = std::max(best, n);
-  }
-  return best;
 }
 
 }  // namespace

@@ -396,7 +396,7 @@ TEST_F(ModuleQuotaTest, ABombIsRefusedFromItsHeadersAtOnce) {
 
 TEST_F(ModuleQuotaTest, ALoadThatGetsNoDecompressionSlotFailsWithinItsWait) {
   // Another session (pid 1 here) holds the daemon's only slot.
-  ASSERT_EQ(slots_->acquire(1, 0), 0);
+  ASSERT_EQ(slots_->acquire(1, 0, 0, 0), 0);
   std::vector<uint8_t> compressed = inflating_fatbin(1 << 20, 1);
   ModuleRep rep;
   auto start = Clock::now();
@@ -429,7 +429,7 @@ TEST(DecompressionSlots, WaitersTakeTurnsAcrossProcesses) {
   for (int i = 0; i < 6; ++i) {
     pid_t p = fork();
     if (p == 0) {
-      int s = slots->acquire(getpid(), 10000);
+      int s = slots->acquire(getpid(), 0, 0, 10000);
       int64_t held[2] = {now_us(), 0};
       usleep(100000);
       held[1] = now_us();
@@ -457,13 +457,13 @@ TEST(DecompressionSlots, WaitersTakeTurnsAcrossProcesses) {
   // A process that dies holding a slot leaks nothing once the daemon reaps it.
   pid_t p = fork();
   if (p == 0) {
-    slots->acquire(getpid(), 0);
+    slots->acquire(getpid(), 0, 0, 0);
     _exit(0);  // without releasing it
   }
   waitpid(p, nullptr, 0);
   EXPECT_EQ(slots->in_use(), 1);
-  EXPECT_EQ(slots->acquire(getpid(), 0), 1);
-  EXPECT_EQ(slots->acquire(getpid() + 1, 50), -1);
+  EXPECT_EQ(slots->acquire(getpid(), 0, 0, 0), 1);
+  EXPECT_EQ(slots->acquire(getpid() + 1, 0, 0, 50), -1);
   slots->release_process(p);
   EXPECT_EQ(slots->in_use(), 1);
   slots->release(1, getpid());
