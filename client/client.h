@@ -211,8 +211,17 @@ class Client {
   struct Dim3 {
     uint32_t x = 1, y = 1, z = 1;
   };
-  // Loads `m` on virtual device `dev` once (by hash when the server has it) and resolves it.
-  CudaError module_on(Module* m, int dev, const LoadedModule** out);
+  // Lazy modules (client/module_loading.cc).  Resolves on virtual device `dev` every function and
+  // global of `m` asked for since its last resolution there, in one round trip, loading the
+  // module there first (its image sent to each server once, and only when the server holds no
+  // image of that hash): what the first use of a function or global does.
+  CudaError module_on(Module* m, int dev);
+  // What the server answered for `f` on `dev` (the module's id there and the kernel), resolved at
+  // the first ask; `*out` stays valid.
+  CudaError resolved_kernel(const Function* f, int dev, uint32_t* module, const KernelInfo** out);
+  CudaError resolved_global(const Variable* v, int dev, GlobalInfo* out);
+  // Whether `f` is resolved and found on `dev` (asks nothing).
+  bool kernel_resolved(const Function* f, int dev);
   CudaError launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
                    const Stream& stream);
   CudaError func_attributes(const Function* f, std::vector<int32_t>& values);
@@ -720,8 +729,19 @@ class Client {
   // into a shared bounce segment while this process copies the previous chunk out (one CPU copy,
   // overlapped with the DMA).  False when the copy does not qualify.
   bool copy_through_bounce(void* dst, uint64_t src, size_t n, int dev, CudaError* result);
+  // A kernel found on `dev` (resolved at the first ask), its link and the request naming it.
   CudaError kernel_on(const Function* f, int dev, ServerLink** l, proto::FuncReq* req,
-                      const LoadedModule** lm);
+                      const KernelInfo** k);
+  // module_on's round trip: by hash when `l` holds the image (held_on), else with the image;
+  // `legacy`: a server that knows only ModuleLookup/ModuleLoad.  `why`: the server's reason.
+  CudaError fetch_module(ServerLink* l, Module* m, uint32_t gpu, bool legacy,
+                         const std::vector<proto::NameAt>& functions,
+                         const std::vector<proto::NameAt>& variables, proto::ModuleRep* rep,
+                         std::string* why);
+  // Whether `l` holds `m`'s image: 1, 0, or -1 when unknown.  Asks when not known yet, together
+  // with every other hashed image whose answer is not known (one ModuleHave), unless `m` is the
+  // only one (ModuleResolve then asks).
+  int held_on(ServerLink* l, Module* m);
   Event* find_event(Event* handle);
   // Destroys a stream or event already removed from streams_/events_ (context teardown).
   void release_contents(const ContextContents& c);

@@ -44,10 +44,10 @@ CudaError Client::occupancy_block_size(const Function* f, const std::function<si
                                        int* min_grid, int* block_size) {
   if (!min_grid || !block_size || limit < 0) return err::InvalidValue;
   const int dev = current_device();
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* k = nullptr;
   ServerLink* l = nullptr;
   OccupancyBlockSizeReq q;
-  if (CudaError e = kernel_on(f, dev, &l, &q.func, &lm); e != err::Success) return e;
+  if (CudaError e = kernel_on(f, dev, &l, &q.func, &k); e != err::Success) return e;
   q.flags = flags;
   q.limit = limit;
   q.dynamic_smem = dynamic_smem;

@@ -173,10 +173,10 @@ CudaError Client::graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 
                                    const std::vector<LaunchAttribute>& attrs) {
   Graph* g = t.graph;
   if (!g) return err::InvalidValue;
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* ki = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, g->device, &l, &fr, &lm); e != err::Success) return e;
+  if (CudaError e = kernel_on(f, g->device, &l, &fr, &ki); e != err::Success) return e;
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return err::InvalidValue;
   LaunchReq q;
   q.device = fr.device;
@@ -185,7 +185,7 @@ CudaError Client::graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 
   q.gx = grid.x, q.gy = grid.y, q.gz = grid.z;
   q.bx = block.x, q.by = block.y, q.bz = block.z;
   q.shared_mem = static_cast<uint32_t>(shared_mem);
-  const KernelInfo& k = lm->kernels[f->index];
+  const KernelInfo& k = *ki;
   q.args.assign(k.arg_bytes, 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (!args || !args[i]) return err::InvalidValue;

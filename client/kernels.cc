@@ -1,11 +1,10 @@
-// Modules and kernels on the client: a module travels to each server once, named by its SHA-256
-// (only the hash when the server already has it); launches are packed by the kernel's parameter
-// layout and sent without waiting for a reply.
+// Kernels on the client: launches are packed by the kernel's parameter layout (resolved at the
+// kernel's first use, client/module_loading.cc) and sent without waiting for a reply; attributes
+// and occupancy answers are kept per kernel.
 #include <cstring>
 
 #include "client/client.h"
 #include "common/log.h"
-#include "proto/auth.h"
 
 namespace rgpu::client {
 
@@ -21,75 +20,17 @@ constexpr CudaError kSymbolNotFound = errc::NotFound;
 
 }  // namespace
 
-CudaError Client::module_on(Module* m, int dev, const LoadedModule** out) {
-  std::lock_guard<std::mutex> lock(m->mu);
-  if (m->unloaded) return kInvalidResourceHandle;
-  auto it = m->loaded.find(dev);
-  if (it != m->loaded.end() && it->second.kernels.size() == m->functions.size() &&
-      it->second.globals.size() == m->globals.size()) {
-    *out = &it->second;
-    return err::Success;
-  }
-  CudaError e;
-  ServerLink* l = link(dev, &e);
-  if (!l) return e;
-  if (!m->hashed) {
-    m->hash = sha256(m->image, m->size);
-    m->hashed = true;
-  }
-  const uint32_t gpu = devices_[dev].spec.gpu;
-  std::vector<VarName> globals;
-  globals.reserve(m->globals.size());
-  for (const Module::GlobalName& g : m->globals) globals.push_back(VarName{g.name, g.size});
-  ModuleRep rep;
-  e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, m->functions, globals}, &rep);
-  if (e == kSymbolNotFound) {
-    iovec image{const_cast<uint8_t*>(m->image), m->size};
-    e = l->call<ModuleLoadMsg>(ModuleLoadReq{gpu, m->hash, m->size, m->functions, globals}, &rep,
-                               &image, 1);
-    LOG_INFO("module %s: sent %zu bytes to %s", hex(m->hash.data(), 8).c_str(), m->size,
-             l->address().c_str());
-  } else if (e == err::Success) {
-    LOG_INFO("module %s: found on %s by hash", hex(m->hash.data(), 8).c_str(),
-             l->address().c_str());
-  }
-  if (e != err::Success) return e;
-  if (rep.kernels.size() != m->functions.size() || rep.variables.size() != m->globals.size())
-    return err::Unknown;
-  LoadedModule lm;
-  lm.id = rep.module;
-  for (const KernelDesc& k : rep.kernels) {
-    KernelInfo info;
-    info.found = k.found;
-    for (const ParamDesc& p : k.params) {
-      info.params.push_back(ParamLayout{p.offset, p.size});
-      info.arg_bytes = std::max(info.arg_bytes, p.offset + p.size);
-    }
-    lm.kernels.push_back(std::move(info));
-  }
-  for (const VarDesc& v : rep.variables) lm.globals.push_back(GlobalInfo{v.found, v.addr, v.size});
-  for (auto& v : lm.globals)
-    if (v.found && !map_.add_device(DeviceRange{v.addr, v.size, dev, false}))
-      LOG_ERROR(
-          "device %d: module variable at 0x%llx (%llu bytes) overlaps memory this process "
-          "already knows; copies to it are refused",
-          dev, static_cast<unsigned long long>(v.addr), static_cast<unsigned long long>(v.size));
-  m->loaded[dev] = std::move(lm);
-  *out = &m->loaded[dev];
-  return err::Success;
-}
-
 CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq* req,
-                            const LoadedModule** lm) {
-  if (!f) return kInvalidResourceHandle;
-  CudaError e = module_on(f->module, dev, lm);
+                            const KernelInfo** k) {
+  uint32_t module = 0;
+  CudaError e = resolved_kernel(f, dev, &module, k);
   if (e != err::Success) return e;
-  if (!(*lm)->kernels[f->index].found) {
+  if (!(*k)->found) {
     LOG_WARN("kernel %s was not found in its module on the server", f->name.c_str());
     return kInvalidDeviceFunction;
   }
   *l = link(dev, &e);
-  *req = FuncReq{devices_[dev].spec.gpu, (*lm)->id, f->index};
+  *req = FuncReq{devices_[dev].spec.gpu, module, f->index};
   return e;
 }
 
@@ -107,10 +48,10 @@ CudaError Client::prepare_launch(const Function* f, Dim3 grid, Dim3 block, void*
                                  size_t shared_mem, const Stream& stream, ServerLink** link,
                                  LaunchReq* req) {
   const int dev = stream.device;
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* ki = nullptr;
   ServerLink*& l = *link;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
+  if (CudaError e = kernel_on(f, dev, &l, &fr, &ki); e != err::Success) return e;
   // Configurations the driver would refuse at launch time are refused here, synchronously and
   // with the driver's code (cudaErrorInvalidValue), as CUDA does; everything else is reported at
   // the next synchronizing call.
@@ -131,7 +72,7 @@ CudaError Client::prepare_launch(const Function* f, Dim3 grid, Dim3 block, void*
   q.bx = block.x, q.by = block.y, q.bz = block.z;
   q.shared_mem = static_cast<uint32_t>(shared_mem);
   q.stream = stream.id;
-  const KernelInfo& k = lm->kernels[f->index];
+  const KernelInfo& k = *ki;
   q.args.assign(k.arg_bytes, 0);
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (!args || !args[i]) return err::InvalidValue;
@@ -141,11 +82,11 @@ CudaError Client::prepare_launch(const Function* f, Dim3 grid, Dim3 block, void*
 }
 
 CudaError Client::func_attributes(const Function* f, std::vector<int32_t>& values) {
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* ki = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
-  const KernelInfo& k = lm->kernels[f->index];
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &ki); e != err::Success) return e;
+  const KernelInfo& k = *ki;
   {
     std::lock_guard<std::mutex> lock(func_cache_mu_);
     if (!k.attrs.empty()) {
@@ -169,11 +110,11 @@ CudaError Client::func_set_attribute(const Function* f, int attr, int value) {
 
 CudaError Client::func_set_attribute_on(const Function* f, int dev, int attr, int value) {
   if (CudaError e = check_device(dev); e != err::Success) return e;
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* ki = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, dev, &l, &fr, &lm); e != err::Success) return e;
-  const KernelInfo& k = lm->kernels[f->index];
+  if (CudaError e = kernel_on(f, dev, &l, &fr, &ki); e != err::Success) return e;
+  const KernelInfo& k = *ki;
   {
     // Setting what the function already has changes nothing: no round trip.
     std::lock_guard<std::mutex> lock(func_cache_mu_);
@@ -188,23 +129,23 @@ CudaError Client::func_set_attribute_on(const Function* f, int dev, int attr, in
 }
 
 CudaError Client::func_set_cache_config(const Function* f, int config) {
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* ki = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &ki); e != err::Success) return e;
   CudaError e = l->call<FuncSetCacheConfigMsg>(FuncSetCacheConfigReq{fr, config});
   std::lock_guard<std::mutex> lock(func_cache_mu_);
-  lm->kernels[f->index].occupancy.clear();
+  ki->occupancy.clear();
   return e;
 }
 
 CudaError Client::occupancy(const Function* f, int block_size, size_t dynamic_smem, unsigned flags,
                             int* blocks) {
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* ki = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
-  const KernelInfo& k = lm->kernels[f->index];
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &ki); e != err::Success) return e;
+  const KernelInfo& k = *ki;
   const auto key = std::make_tuple(int32_t(block_size), uint64_t(dynamic_smem), uint32_t(flags));
   {
     std::lock_guard<std::mutex> lock(func_cache_mu_);
@@ -224,12 +165,10 @@ CudaError Client::occupancy(const Function* f, int block_size, size_t dynamic_sm
 }
 
 CudaError Client::symbol_address(const Variable* v, uint64_t* addr) {
-  if (!v) return kInvalidSymbol;
-  const LoadedModule* lm = nullptr;
-  if (CudaError e = module_on(v->module, current_device(), &lm); e != err::Success) return e;
-  const GlobalInfo& d = lm->globals[v->index];
-  if (!d.found) return kInvalidSymbol;
-  *addr = d.addr;
+  GlobalInfo g;
+  if (CudaError e = resolved_global(v, current_device(), &g); e != err::Success) return e;
+  if (!g.found) return kInvalidSymbol;
+  *addr = g.addr;
   return err::Success;
 }
 

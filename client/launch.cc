@@ -59,11 +59,11 @@ CudaError Client::occupancy_cluster(const Function* f, int query, Dim3 grid, Dim
                                     size_t shared_mem, const std::vector<LaunchAttribute>& attrs,
                                     int* value) {
   if (!value) return err::InvalidValue;
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* k = nullptr;
   ServerLink* l = nullptr;
   OccupancyClusterReq q;
   const int dev = current_device();
-  if (CudaError e = kernel_on(f, dev, &l, &q.func, &lm); e != err::Success) return e;
+  if (CudaError e = kernel_on(f, dev, &l, &q.func, &k); e != err::Success) return e;
   q.query = static_cast<uint32_t>(query);
   q.gx = grid.x, q.gy = grid.y, q.gz = grid.z;
   q.bx = block.x, q.by = block.y, q.bz = block.z;
@@ -83,10 +83,10 @@ CudaError Client::occupancy_cluster(const Function* f, int query, Dim3 grid, Dim
 CudaError Client::occupancy_dynamic_smem(const Function* f, int blocks, int block_size,
                                          size_t* bytes) {
   if (!bytes) return err::InvalidValue;
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* k = nullptr;
   ServerLink* l = nullptr;
   OccupancyDynamicSmemReq q;
-  if (CudaError e = kernel_on(f, current_device(), &l, &q.func, &lm); e != err::Success) return e;
+  if (CudaError e = kernel_on(f, current_device(), &l, &q.func, &k); e != err::Success) return e;
   q.blocks = blocks;
   q.block_size = block_size;
   OccupancyDynamicSmemRep rep;
@@ -97,22 +97,19 @@ CudaError Client::occupancy_dynamic_smem(const Function* f, int blocks, int bloc
 
 CudaError Client::param_info(const Function* f, size_t index, size_t* offset, size_t* size) {
   if (!offset || !size) return err::InvalidValue;
-  const LoadedModule* lm = nullptr;
+  const KernelInfo* k = nullptr;
   ServerLink* l = nullptr;
   FuncReq fr;
-  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &lm); e != err::Success) return e;
-  const KernelInfo& k = lm->kernels[f->index];
-  if (index >= k.params.size()) return err::InvalidValue;
-  *offset = k.params[index].offset;
-  *size = k.params[index].size;
+  if (CudaError e = kernel_on(f, current_device(), &l, &fr, &k); e != err::Success) return e;
+  if (index >= k->params.size()) return err::InvalidValue;
+  *offset = k->params[index].offset;
+  *size = k->params[index].size;
   return err::Success;
 }
 
 CudaError Client::global_info(const Variable* v, uint64_t* addr, uint64_t* size) {
-  if (!v) return kInvalidSymbol;
-  const LoadedModule* lm = nullptr;
-  if (CudaError e = module_on(v->module, current_device(), &lm); e != err::Success) return e;
-  const GlobalInfo& g = lm->globals[v->index];
+  GlobalInfo g;
+  if (CudaError e = resolved_global(v, current_device(), &g); e != err::Success) return e;
   if (!g.found) return kInvalidSymbol;
   if (addr) *addr = g.addr;
   if (size) *size = g.size;

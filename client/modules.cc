@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/log.h"
 #include "fatbin/fatbin.h"
 #include "proto/auth.h"
 
 namespace rgpu::client {
 
 namespace {
+
+constexpr Error kInvalidKernelImage = 200;  // cudaErrorInvalidKernelImage, CUDA_ERROR_INVALID_IMAGE
 
 template <typename T>
 T read(const uint8_t* p, size_t off) {
@@ -82,6 +85,12 @@ Error ModuleStore::load_image(const void* image, size_t size, Module** out) {
   if (!image || !out) return errc::InvalidValue;
   if (size == 0) size = image_size(image);
   if (size == 0) return errc::InvalidValue;
+  try {
+    fatbin::check_header(static_cast<const uint8_t*>(image), size);
+  } catch (const fatbin::FatbinError& e) {
+    LOG_WARN("cannot load a module: %s", e.what());
+    return kInvalidKernelImage;
+  }
   const ImageHash hash = proto::sha256(image, size);
   std::unique_lock lock(mu_);
   if (auto it = by_hash_.find(hash); it != by_hash_.end()) {
@@ -165,8 +174,24 @@ void ModuleStore::forget_device(int device) {
   std::shared_lock lock(mu_);
   for (auto& m : modules_) {
     std::lock_guard<std::mutex> ml(m->mu);
-    m->loaded.erase(device);
+    if (auto it = m->loaded.find(device); it != m->loaded.end()) {
+      m->retired.push_back(std::move(it->second));
+      m->loaded.erase(it);
+    }
+    m->broken.erase(device);
   }
+}
+
+std::vector<Module*> ModuleStore::unasked(const void* link, Module* first, size_t max) const {
+  std::vector<Module*> out{first};
+  std::shared_lock lock(mu_);
+  for (auto& m : modules_) {
+    if (out.size() >= max) break;
+    if (m.get() == first) continue;
+    std::lock_guard<std::mutex> ml(m->mu);
+    if (m->hashed && !m->unloaded && !m->held.count(link)) out.push_back(m.get());
+  }
+  return out;
 }
 
 }  // namespace rgpu::client

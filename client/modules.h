@@ -1,7 +1,8 @@
 // The module store: images (fat binaries, cubins, PTX) keyed by their SHA-256, each loaded on a
-// virtual device at first use there (by hash when the server already has it), and their functions
-// and globals looked up by name.  It knows nothing of nvcc's registration (host stubs and shadow
-// variables live in frontend/cudart/registration.cc) and holds no protocol types.
+// virtual device when a function or global of it is first needed there (by hash when the server
+// already has it), and their functions and globals looked up by name.  It knows nothing of nvcc's
+// registration (host stubs and shadow variables live in frontend/cudart/registration.cc) and holds
+// no protocol types.
 #pragma once
 
 #include <array>
@@ -9,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <tuple>
@@ -42,11 +44,12 @@ struct GlobalInfo {
 };
 
 // Where a module is loaded on one virtual device: the server session's module id, and what the
-// server answered for each function and global the module knew of then (by index).
+// server answered for each function and global resolved there so far (by index; null / empty:
+// not resolved yet).  A KernelInfo never moves once made: callers keep pointers to it.
 struct LoadedModule {
   uint32_t id = 0;
-  std::vector<KernelInfo> kernels;
-  std::vector<GlobalInfo> globals;
+  std::vector<std::unique_ptr<KernelInfo>> kernels;
+  std::vector<std::optional<GlobalInfo>> globals;
 };
 
 struct Function;
@@ -59,11 +62,14 @@ struct KernelNames {
   std::unordered_set<std::string> set;
 };
 
+// An image and what rgpu knows of it.  Nothing travels when it is registered or loaded: the image
+// goes to a server, and is loaded on a GPU, when a function or global of it is first needed there
+// (Client::module_on).
 struct Module {
   const uint8_t* image = nullptr;
   size_t size = 0;
   std::vector<uint8_t> owned;  // the image, when it was copied (load_image)
-  ImageHash hash{};
+  ImageHash hash{};            // computed once: at load_image, else at the first need
   bool hashed = false;
   // Names asked for so far, by index; a device's LoadedModule covers them when its sizes match.
   std::vector<std::string> functions;
@@ -75,10 +81,14 @@ struct Module {
   std::map<std::string, Function*> function_index;
   std::map<std::string, Variable*> global_index;
   std::map<int, LoadedModule> loaded;  // by virtual device
-  unsigned refs = 0;  // load_image references (embedded modules: 0, never unloaded)
+  std::vector<LoadedModule> retired;   // of devices forgotten (a reset): callers may still read
+  std::map<int, Error> broken;         // devices whose server refused the image (not sent again)
+  std::map<const void*, bool> held;  // by server link: whether it holds the image (absent: unknown)
+  unsigned refs = 0;                 // load_image references (embedded modules: 0, never unloaded)
   bool unloaded = false;
   std::shared_ptr<const KernelNames> kernels;  // under mu; null until first asked for
-  std::mutex mu;
+  std::mutex mu;       // the fields above; held briefly, never across a round trip
+  std::mutex load_mu;  // taken first: one thread at a time resolves the module (Client::module_on)
 };
 
 struct Function {
@@ -102,8 +112,9 @@ class ModuleStore {
  public:
   // An image compiled into the program (nvcc's fat binaries): not copied, hashed at first load.
   Module* add_embedded(const void* image, size_t size);
-  // A raw image the caller may free afterwards: copied and hashed; the same bytes give the same
-  // module (one more reference).  `size` 0: found from the image (image_size).
+  // A raw image the caller may free afterwards: its headers checked (fatbin::check_header;
+  // cudaErrorInvalidKernelImage), copied and hashed; the same bytes give the same module (one
+  // more reference).  `size` 0: found from the image (image_size).
   Error load_image(const void* image, size_t size, Module** out);
   // Drops one reference; at the last, the module's handles stop working (errc::
   // InvalidResourceHandle).  The server keeps the image until the session ends.
@@ -117,6 +128,9 @@ class ModuleStore {
   bool valid_function(const Function* f) const;
   // Forgets what every module knows about `device` (after a device reset).
   void forget_device(int device);
+  // Modules still loaded whose image is hashed and whether server link `link` holds it unknown,
+  // `first` (hashed by the caller) at the front: at most `max`, for one ModuleHave.
+  std::vector<Module*> unasked(const void* link, Module* first, size_t max) const;
 
  private:
   mutable std::shared_mutex mu_;

@@ -54,7 +54,8 @@ ServerLink::ServerLink(std::string host, uint16_t port, std::optional<std::strin
       port_(port),
       token_(std::move(token)),
       timeout_s_(timeout_s),
-      purpose_(purpose) {}
+      purpose_(purpose),
+      stats_(&LinkStats::of_this_library()) {}
 
 ServerLink::~ServerLink() {
   // Links live as long as the process (the client core is never destroyed); if one is destroyed,
@@ -280,7 +281,8 @@ bool ServerLink::server_knows(uint16_t type, const char* name) {
 
 CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
                                std::vector<uint8_t> body, const iovec* out, int n_out,
-                               const iovec* in, int n_in, Decoder decode, void* rep) {
+                               const iovec* in, int n_in, Decoder decode, void* rep,
+                               std::string* why) {
   if (CudaError e = ensure_connected(); e != err::Success) return e;
   if (failed_.load(std::memory_order_acquire)) {  // asynchronous requests too: fail at once
     std::lock_guard<std::mutex> lock(mu_);
@@ -325,7 +327,7 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     send_frame(type, sync ? kFlagSync : 0, id, body, out, n_out);
     uint64_t bytes = 0;
     for (int i = 0; i < n_out; ++i) bytes += out[i].iov_len;
-    note_request(type, sync, bytes, p.expect_in);
+    stats_->note_request(type, sync, bytes, p.expect_in);
   } catch (const std::exception& ex) {
     fail_link(ex.what());
     std::lock_guard<std::mutex> lock(mu_);
@@ -348,6 +350,7 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     if (async_dst_.erase(id)) cv_.notify_all();  // wait_async_data_outside
   }
   if (p.result != err::Success) {
+    if (why) *why = p.message;
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
     if (!p.message.empty() && p.result != err::NotReady)  // the logs API (client/logs.h)
       note_server_error(std::string("rgpud: ") + name + " failed: " + p.message);
@@ -392,7 +395,7 @@ CudaError ServerLink::transact_async_data(uint16_t type, std::vector<uint8_t> bo
     if (state_ != err::Success) return state_;
     uint64_t bytes = 0;
     for (const iovec& r : rows) bytes += r.iov_len;
-    note_request(type, false, 0, bytes);
+    stats_->note_request(type, false, 0, bytes);
     AsyncDst d{std::move(rows), width};
     span_of(d.rows, &d.lo, &d.hi);
     async_dst_[id] = std::move(d);
@@ -443,7 +446,7 @@ CudaError ServerLink::callback_request(uint16_t type, std::function<void()> fn,
     if (state_ != err::Success) return state_;
     callbacks_[id] = std::move(fn);
   }
-  note_request(static_cast<uint16_t>(MsgId::HostFunc), false, 0, 0);
+  stats_->note_request(static_cast<uint16_t>(MsgId::HostFunc), false, 0, 0);
   try {
     send_frame(type, 0, chan_->next_request_id(), body(id), nullptr, 0);
   } catch (const std::exception& ex) {

@@ -31,6 +31,7 @@
 
 #include "channel/channel.h"
 #include "client/config.h"
+#include "client/link_stats.h"
 #include "common/cuda_errors.h"
 #include "proto/frame.h"
 #include "proto/messages_nvml.h"
@@ -71,24 +72,27 @@ class ServerLink {
   // A fresh id for a stream, event or callback (unique on this link, never 0).
   uint64_t new_id() { return next_object_++; }
 
+  // Where this link's requests are counted (RGPU_STATS).
+  LinkStats& stats() const { return *stats_; }
   // Whether the server knows request `id` (false when not connected): for choosing between a
   // newer request and an older one, without the log line a refused request gets.
   bool knows(proto::MsgId id) {
     return ensure_connected() == err::Success && chan_->peer_knows(static_cast<uint16_t>(id));
   }
 
-  // Sends request M; `out` is the request's payload, `in` receives the reply's payload.
+  // Sends request M; `out` is the request's payload, `in` receives the reply's payload, `why` the
+  // server's message when the request fails.
   template <class M>
   CudaError call(const typename M::Req& req, typename M::Rep* rep = nullptr,
-                 const iovec* out = nullptr, int n_out = 0, const iovec* in = nullptr,
-                 int n_in = 0) {
+                 const iovec* out = nullptr, int n_out = 0, const iovec* in = nullptr, int n_in = 0,
+                 std::string* why = nullptr) {
     Decoder decode = [](void* r, const std::vector<uint8_t>& reply, std::string& msg) -> int32_t {
       typename M::Rep tmp{};
       auto* target = r ? static_cast<typename M::Rep*>(r) : &tmp;
       return proto::decode_reply(reply, *target, msg);
     };
     return transact(static_cast<uint16_t>(M::id), M::name, M::mode == proto::Mode::Sync,
-                    proto::encode_message(req), out, n_out, in, n_in, decode, rep);
+                    proto::encode_message(req), out, n_out, in, n_in, decode, rep, why);
   }
 
   // An asynchronous device-to-host copy: `rows` (each `width` bytes) receive the data when the
@@ -155,7 +159,7 @@ class ServerLink {
 
   CudaError transact(uint16_t type, const char* name, bool sync, std::vector<uint8_t> body,
                      const iovec* out, int n_out, const iovec* in, int n_in, Decoder decode,
-                     void* rep);
+                     void* rep, std::string* why = nullptr);
   // Registers `fn` under a fresh callback id and sends request `type` with body(id).
   CudaError callback_request(uint16_t type, std::function<void()> fn,
                              const std::function<std::vector<uint8_t>(uint64_t)>& body);
@@ -189,6 +193,7 @@ class ServerLink {
   std::optional<std::string> token_;
   const int timeout_s_;  // RGPU_TIMEOUT (0: none)
   const proto::LinkPurpose purpose_;
+  LinkStats* const stats_;              // the instance of the library that made the link
   std::atomic<int64_t> last_rx_ns_{0};  // steady clock: when something last arrived
   std::unique_ptr<transport::Connection> conn_;
   std::unique_ptr<channel::Channel> chan_;  // framing, request ids, what the server knows

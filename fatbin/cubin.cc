@@ -23,6 +23,14 @@ constexpr uint32_t kShtSymtab = 2;
 constexpr uint32_t kShtNobits = 8;
 constexpr uint64_t kEhdrSize = 64, kShdrSize = 64, kSymSize = 24;
 
+// A little-endian field of the ELF header (within its first kEhdrSize bytes).
+template <class T>
+T at(const uint8_t* p, size_t o) {
+  T v;
+  memcpy(&v, p + o, sizeof v);
+  return v;
+}
+
 class Elf {
  public:
   struct Section {
@@ -35,22 +43,9 @@ class Elf {
   };
 
   Elf(const uint8_t* p, size_t n) : p_(p), n_(n) {
-    if (n < kEhdrSize || memcmp(p,
-                                "\x7f"
-                                "ELF",
-                                4) != 0)
-      throw FatbinError("cubin is not an ELF image");
-    if (p[4] != 2 || p[5] != 1) throw FatbinError("cubin is not a 64-bit little-endian ELF");
-    if (u16(18) != kEmCuda) throw FatbinError("ELF image is not a CUDA cubin");
+    check_elf_header(p, n);
     uint64_t shoff = u64(0x28);
     uint16_t shentsize = u16(0x3A), shnum = u16(0x3C), shstrndx = u16(0x3E);
-    if (shentsize < kShdrSize)
-      throw FatbinError("cubin section header size " + std::to_string(shentsize) + " < 64");
-    if (shoff > n || uint64_t(shnum) * shentsize > n - shoff)
-      throw FatbinError("cubin section header table (offset " + std::to_string(shoff) + ", " +
-                        std::to_string(shnum) + " entries) runs past the image's " +
-                        std::to_string(n) + " bytes");
-    if (shstrndx >= shnum) throw FatbinError("cubin has no section name table");
     sections_.resize(shnum);
     for (uint32_t i = 0; i < shnum; ++i) {
       uint64_t h = shoff + uint64_t(i) * shentsize;
@@ -209,6 +204,26 @@ void parse_symbols(const Elf& elf, const Elf::Section& s, ModuleInfo& info, uint
 }
 
 }  // namespace
+
+void check_elf_header(const uint8_t* p, size_t n) {
+  if (n < kEhdrSize || memcmp(p,
+                              "\x7f"
+                              "ELF",
+                              4) != 0)
+    throw FatbinError("cubin is not an ELF image");
+  if (p[4] != 2 || p[5] != 1) throw FatbinError("cubin is not a 64-bit little-endian ELF");
+  if (at<uint16_t>(p, 18) != kEmCuda) throw FatbinError("ELF image is not a CUDA cubin");
+  const uint64_t shoff = at<uint64_t>(p, 0x28);
+  const uint16_t shentsize = at<uint16_t>(p, 0x3A), shnum = at<uint16_t>(p, 0x3C),
+                 shstrndx = at<uint16_t>(p, 0x3E);
+  if (shentsize < kShdrSize)
+    throw FatbinError("cubin section header size " + std::to_string(shentsize) + " < 64");
+  if (shoff > n || uint64_t(shnum) * shentsize > n - shoff)
+    throw FatbinError("cubin section header table (offset " + std::to_string(shoff) + ", " +
+                      std::to_string(shnum) + " entries) runs past the image's " +
+                      std::to_string(n) + " bytes");
+  if (shstrndx >= shnum) throw FatbinError("cubin has no section name table");
+}
 
 ModuleInfo parse_cubin(const uint8_t* p, size_t size) {
   Elf elf(p, size);

@@ -17,8 +17,8 @@
 namespace rgpu::fatbin {
 namespace {
 
-constexpr uint64_t kFlagLz4 = 0x2000;
-constexpr uint64_t kFlagZstd = 0x8000;
+constexpr uint64_t kFlagLz4 = kEntryFlagLz4;
+constexpr uint64_t kFlagZstd = kEntryFlagZstd;
 constexpr uint64_t kEntryHeader = 64;
 constexpr uint64_t kLz4MaxRatio = 255;  // an LZ4 block cannot expand more than this
 constexpr size_t kFirstChunk = 1u << 20;
@@ -296,20 +296,25 @@ ModuleInfo describe_image(const uint8_t* p, size_t size, const ImagePlan& plan) 
     info.code_bytes = size;
     return info;
   }
-  // PTX: text, NUL-terminated as cuLibraryLoadData reads it, nothing after the NUL.
+  ModuleInfo info;
+  info.kernels = parse_ptx(std::string(ptx_text(p, size)));
+  info.code_bytes = size;
+  return info;
+}
+
+std::string_view ptx_text(const uint8_t* p, size_t size) {
+  // Text, NUL-terminated as cuLibraryLoadData reads it, nothing after the NUL.
   size_t n = 0;
   while (n < size && p[n] != 0) ++n;
   if (n == 0 || n == size)
     throw FatbinError("the image is neither a fat binary, a cubin nor NUL-terminated PTX text");
   for (size_t i = n; i < size; ++i)
     if (p[i] != 0) throw FatbinError("PTX image with bytes after its terminating NUL");
-  std::string text(reinterpret_cast<const char*>(p), n);
-  if (text.find(".version") == std::string::npos || text.find(".target") == std::string::npos)
+  std::string_view text(reinterpret_cast<const char*>(p), n);
+  if (text.find(".version") == std::string_view::npos ||
+      text.find(".target") == std::string_view::npos)
     throw FatbinError("PTX image without .version and .target directives");
-  ModuleInfo info;
-  info.kernels = parse_ptx(text);
-  info.code_bytes = size;
-  return info;
+  return text;
 }
 
 }  // namespace rgpu::fatbin

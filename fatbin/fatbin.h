@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rgpu::fatbin {
@@ -43,6 +44,8 @@ constexpr uint32_t kWrapperMagic = 0x466243B1;
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 
 enum class EntryKind : uint16_t { Ptx = 1, Elf = 2 };
+constexpr uint64_t kEntryFlagLz4 = 0x2000;   // an entry's flags: LZ4-compressed
+constexpr uint64_t kEntryFlagZstd = 0x8000;  // ZSTD-compressed
 
 struct Entry {
   EntryKind kind = EntryKind::Elf;
@@ -85,6 +88,13 @@ ImagePlan plan_image(const uint8_t* p, size_t size, uint32_t arch = 0);
 // `available` bounds the read; throws FatbinError.
 size_t fatbin_size(const uint8_t* p, size_t available);
 
+// What a driver checks when an image is loaded, without decompressing or parsing its contents:
+// a fat binary's header and entry headers (at most kMaxEntries), a cubin's ELF header and section
+// header table, PTX text's terminating NUL and .version/.target directives.  `size` is the image's
+// (image_size for one without a length).  Throws FatbinError naming what is wrong; the rest of the
+// image is checked by whoever parses it (describe_image).
+void check_header(const uint8_t* p, size_t size);
+
 // The fatbin a wrapper points at (nvcc's registration argument).  Throws FatbinError.
 struct WrappedFatbin {
   const uint8_t* data = nullptr;
@@ -121,6 +131,12 @@ struct ModuleInfo {
   uint64_t code_bytes = 0;
 };
 
+// A cubin's ELF header and section header table: a 64-bit little-endian CUDA ELF whose table
+// lies within its `size` bytes.  Throws FatbinError.
+void check_elf_header(const uint8_t* p, size_t size);
+// PTX text as cuLibraryLoadData reads it: NUL-terminated, nothing but NULs after it, with
+// .version and .target directives.  Throws FatbinError.
+std::string_view ptx_text(const uint8_t* p, size_t size);
 // Kernels and globals of one cubin ELF image.  Throws FatbinError on malformed input.
 ModuleInfo parse_cubin(const uint8_t* p, size_t size);
 // Kernel layouts from PTX `.entry` parameter lists.  Throws FatbinError on malformed input.

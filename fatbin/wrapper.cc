@@ -1,5 +1,6 @@
-// The wrapper nvcc registers and the size of the fatbin it points at: what the client library
-// needs, without the decompressors the full parser uses.
+// The wrapper nvcc registers, the size of the fatbin it points at and the headers a driver checks
+// when an image is loaded: what the client library needs, without the decompressors the full
+// parser uses.
 #include <cstring>
 
 #include "fatbin/fatbin.h"
@@ -24,6 +25,15 @@ size_t fatbin_size(const uint8_t* p, size_t available) {
   if (header < 16 || body > available || header > available - body)
     throw FatbinError("fatbin header gives an impossible size");
   return header + body;
+}
+
+void check_header(const uint8_t* p, size_t size) {
+  if (size >= 4 && rd<uint32_t>(p) == kFatbinMagic)
+    plan_image(p, size, 0);  // every entry's header, nothing decompressed
+  else if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
+    check_elf_header(p, size);
+  else
+    ptx_text(p, size);
 }
 
 WrappedFatbin unwrap(const void* wrapper) {

@@ -395,10 +395,11 @@ struct RunCallbackMsg {
 };
 
 // ---- modules and kernels
-// ------------------------------------------------------------------------- A module is a fat
-// binary named by its SHA-256.  ModuleLookup asks for one the server already has (from this or an
-// earlier session); ModuleLoad sends the image as payload.  Both resolve the kernels and variables
-// the client registered, in the client's order.
+// -------------------------------------------------------------------------
+// A module is an image (fat binary, cubin, PTX) named by its SHA-256.  ModuleLookup asks for one
+// the server already has (from this or an earlier session); ModuleLoad sends the image as
+// payload.  Both resolve the kernels and variables the client registered, in the client's order.
+// (What clients before lazy modules send; today's send ModuleHave/ModuleResolve/ModuleShip.)
 using Hash = std::array<uint8_t, 32>;
 struct VarName {
   std::string name;
@@ -445,6 +446,46 @@ struct ModuleRep {
 };
 using ModuleLookupRep = ModuleRep;
 using ModuleLoadRep = ModuleRep;
+
+// Lazy modules: an image travels, and is loaded on a GPU, when a function or global of it is first
+// needed there.  ModuleHave asks in one round trip which of many images the server already holds
+// (this session's, or the module cache's; `held` has one byte per hash, 1 when held).
+// ModuleResolve resolves names of an image the server holds, loading it on the GPU first if it is
+// not loaded there yet; names carry the client's index for them (what launches name), so each is
+// resolved once per GPU and names may come in any order.  ModuleShip sends the image as payload,
+// then resolves as ModuleResolve.  The reply lists the names in the request's order.
+struct ModuleHaveReq {
+  std::vector<Hash> hashes;
+  RGPU_FIELDS(hashes)
+};
+struct ModuleHaveRep {
+  std::vector<uint8_t> held;
+  RGPU_FIELDS(held)
+};
+struct NameAt {
+  uint32_t index = 0;  // the client's index of the function or global in its module
+  std::string name;
+  uint64_t size = 0;  // a global's size as the client registered it (functions: 0)
+  RGPU_FIELDS(index, name, size)
+};
+struct ModuleResolveReq {
+  uint32_t device = 0;
+  Hash hash{};
+  std::vector<NameAt> functions;
+  std::vector<NameAt> variables;
+  RGPU_FIELDS(device, hash, functions, variables)
+};
+struct ModuleShipReq {
+  uint32_t device = 0;
+  Hash hash{};
+  uint64_t image_size = 0;
+  std::vector<NameAt> functions;
+  std::vector<NameAt> variables;
+  RGPU_FIELDS(device, hash, image_size, functions, variables)
+  uint64_t payload_bytes() const { return image_size; }
+};
+using ModuleResolveRep = ModuleRep;
+using ModuleShipRep = ModuleRep;
 
 struct LaunchReq {
   uint32_t device = 0;
@@ -516,19 +557,19 @@ struct PayloadDoneMsg {
 #include "proto/messages_devmem.h"  // NOLINT(build/include_order)
 #include "proto/messages_launch.h"
 }  // namespace rgpu::proto
-#include "proto/messages_graphs.h"  // IWYU pragma: export
+#include "proto/messages_arrays.h"   // NOLINT(build/include_order)
+#include "proto/messages_drvlibs.h"  // NOLINT(build/include_order)
+#include "proto/messages_graphs.h"   // IWYU pragma: export
 #include "proto/messages_graphs3.h"  // NOLINT(build/include_order)
 #include "proto/messages_graphs4.h"  // NOLINT(build/include_order)
-#include "proto/messages_ipc.h"     // NOLINT(build/include_order)
-#include "proto/messages_pools.h"   // NOLINT(build/include_order)
-#include "proto/messages_arrays.h"  // NOLINT(build/include_order)
-#include "proto/messages_misc.h"    // NOLINT(build/include_order)
-#include "proto/messages_drvlibs.h"  // NOLINT(build/include_order)
-#include "proto/messages_nvml.h"    // NOLINT(build/include_order)
-#include "proto/messages_notify.h"  // NOLINT(build/include_order)
-#include "proto/messages_vmm.h"     // NOLINT(build/include_order)
-#include "proto/messages_xorder.h"  // NOLINT(build/include_order)
-#include "proto/messages_peer.h"    // NOLINT(build/include_order)
+#include "proto/messages_ipc.h"      // NOLINT(build/include_order)
+#include "proto/messages_misc.h"     // NOLINT(build/include_order)
+#include "proto/messages_notify.h"   // NOLINT(build/include_order)
+#include "proto/messages_nvml.h"     // NOLINT(build/include_order)
+#include "proto/messages_peer.h"     // NOLINT(build/include_order)
+#include "proto/messages_pools.h"    // NOLINT(build/include_order)
+#include "proto/messages_vmm.h"      // NOLINT(build/include_order)
+#include "proto/messages_xorder.h"   // NOLINT(build/include_order)
 namespace rgpu::proto {
 
 // ---- the catalogue

@@ -118,15 +118,21 @@ Image ModuleCache::get(const std::array<uint8_t, 32>& hash) const {
   return image;
 }
 
-void ModuleCache::put(const std::array<uint8_t, 32>& hash,
-                      const std::vector<uint8_t>& image) const {
+bool ModuleCache::has(const std::array<uint8_t, 32>& hash) const {
+  struct stat st;
+  return !dir_.empty() && lstat(path(hash).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         st.st_size > 0 && static_cast<uint64_t>(st.st_size) <= max_image_bytes();
+}
+
+void ModuleCache::put(const std::array<uint8_t, 32>& hash, const std::vector<uint8_t>& image,
+                      bool hash_checked) const {
   if (dir_.empty() || image.empty()) return;
   if (image.size() > max_image_bytes()) {
     LOG_INFO("module of %zu bytes not cached (larger than a quarter of the %llu-byte cache)",
              image.size(), static_cast<unsigned long long>(max_bytes_));
     return;
   }
-  if (proto::sha256(image.data(), image.size()) != hash) {
+  if (!hash_checked && proto::sha256(image.data(), image.size()) != hash) {
     LOG_WARN("refusing to cache a module that does not match its hash");
     return;
   }

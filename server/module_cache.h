@@ -24,11 +24,17 @@ class ModuleCache {
   // Uses `dir` (created 0700), holding at most `max_bytes` of images.  An unusable directory (or
   // a cap of 0) disables the cache with a warning.
   explicit ModuleCache(std::string dir, uint64_t max_bytes = kDefaultMaxBytes);
-  // The image stored under `hash`, or null (absent, too large, or not matching its name).
+  // The image stored under `hash`, or null (absent, too large, or not matching its name: every
+  // image read is hashed).
   Image get(const std::array<uint8_t, 32>& hash) const;
+  // Whether a file is stored under `hash` (not read: get() may still refuse it, or find it
+  // evicted meanwhile).  For answering many look-ups at once (ModuleHave).
+  bool has(const std::array<uint8_t, 32>& hash) const;
   // Stores an image the caller validated (it must parse); refused here when it does not match
-  // `hash` or is larger than max_image_bytes().  Then evicts least recently used files.
-  void put(const std::array<uint8_t, 32>& hash, const std::vector<uint8_t>& image) const;
+  // `hash` (checked unless the caller just computed `hash` from these bytes: `hash_checked`) or is
+  // larger than max_image_bytes().  Then evicts least recently used files.
+  void put(const std::array<uint8_t, 32>& hash, const std::vector<uint8_t>& image,
+           bool hash_checked = false) const;
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
   uint64_t max_bytes() const { return max_bytes_; }

@@ -19,6 +19,7 @@ using Status = backend::Status;
 namespace {
 
 constexpr uint64_t kMaxModule = 1ull << 30;
+constexpr uint32_t kMaxModuleNames = 1u << 20;  // a client's index of a name in its module
 constexpr CudaError kInvalidKernelImage = 200;
 constexpr CudaError kSymbolNotFound = 500;
 constexpr CudaError kInvalidDeviceFunction = 98;
@@ -79,36 +80,94 @@ void Session::unload_modules(int dev) {
   quota_.release_all(Hold::ModuleCode, static_cast<uint32_t>(dev));
 }
 
-Status Session::on(ModuleLookupMsg, const ModuleLookupReq& q, ModuleRep& rep) {
+Image Session::find_image(const Hash& hash, Status& s) {
+  if (auto it = images_.find(hash); it != images_.end()) return it->second;
+  Image image = config_.module_cache ? config_.module_cache->get(hash) : nullptr;
+  if (!image) {
+    s = Status::fail(kSymbolNotFound, "module not cached on the server");
+    return nullptr;
+  }
+  s = keep_image(hash, image);
+  return s.ok() ? image : nullptr;
+}
+
+Image Session::receive_image(const Hash& hash, uint64_t size, Status& s) {
+  if (size == 0 || size > kMaxModule) {
+    s = Status::fail(err::InvalidValue, "module image size out of range");
+    return nullptr;
+  }
+  if (!images_.count(hash) && images_bytes_ + size > kMaxSessionImages) {
+    s = Status::fail(err::MemoryAllocation, "this session already holds " +
+                                                std::to_string(images_bytes_ >> 20) +
+                                                " MiB of module images (at most " +
+                                                std::to_string(kMaxSessionImages >> 20) + " MiB)");
+    return nullptr;
+  }
+  auto image = std::make_shared<std::vector<uint8_t>>();
+  image->reserve(std::min<uint64_t>(size, 64u << 20));  // grows with what arrives
+  if (current_->payload->gather(*image) != size) {
+    s = Status::fail(err::InvalidValue, "the client went away in the middle of the module");
+    return nullptr;
+  }
+  if (sha256(image->data(), image->size()) != hash) {
+    s = Status::fail(err::InvalidValue, "module image does not match its hash");
+    return nullptr;
+  }
+  if (auto it = images_.find(hash); it != images_.end()) return it->second;  // sent twice
+  return image;
+}
+
+Status Session::on(ModuleHaveMsg, const ModuleHaveReq& q, ModuleHaveRep& rep) {
+  rep.held.reserve(q.hashes.size());
+  for (const Hash& h : q.hashes)
+    rep.held.push_back(images_.count(h) || (config_.module_cache && config_.module_cache->has(h)));
+  return Status::success();
+}
+
+Status Session::on(ModuleResolveMsg, const ModuleResolveReq& q, ModuleRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  Image image;
-  if (auto it = images_.find(q.hash); it != images_.end()) image = it->second;
-  if (!image && config_.module_cache) image = config_.module_cache->get(q.hash);
-  if (!image) return Status::fail(kSymbolNotFound, "module not cached on the server");
-  if (Status s = keep_image(q.hash, image); !s.ok()) return s;
+  Status s;
+  Image image = find_image(q.hash, s);
+  if (!image) return s;
   return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
 }
 
-Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
+Status Session::on(ModuleShipMsg, const ModuleShipReq& q, ModuleRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  if (q.image_size == 0 || q.image_size > kMaxModule)
-    return Status::fail(err::InvalidValue, "module image size out of range");
-  if (!images_.count(q.hash) && images_bytes_ + q.image_size > kMaxSessionImages)
-    return Status::fail(err::MemoryAllocation,
-                        "this session already holds " + std::to_string(images_bytes_ >> 20) +
-                            " MiB of module images (at most " +
-                            std::to_string(kMaxSessionImages >> 20) + " MiB)");
-  auto image = std::make_shared<std::vector<uint8_t>>();
-  image->reserve(std::min<uint64_t>(q.image_size, 64u << 20));  // grows with what arrives
-  if (current_->payload->gather(*image) != q.image_size)
-    return Status::fail(err::InvalidValue, "the client went away in the middle of the module");
-  if (sha256(image->data(), image->size()) != q.hash)
-    return Status::fail(err::InvalidValue, "module image does not match its hash");
-  // Only an image that parses (and loads) reaches the shared cache (or this session's images).
-  if (Status s = load_module(q.device, q.hash, image); !s.ok()) return s;
-  if (config_.module_cache) config_.module_cache->put(q.hash, *image);
-  if (Status s = keep_image(q.hash, image); !s.ok()) return s;
+  Status s;
+  Image image = receive_image(q.hash, q.image_size, s);
+  if (!image) return s;
+  const bool fresh = !images_.count(q.hash);
+  // Only an image that parses and loads reaches the shared cache (or this session's images).
+  if (Status l = load_module(q.device, q.hash, image); !l.ok()) return l;
+  if (fresh) {
+    if (config_.module_cache) config_.module_cache->put(q.hash, *image, /*hash_checked=*/true);
+    if (Status k = keep_image(q.hash, image); !k.ok()) return k;
+  }
   return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
+}
+
+// ModuleLookup and ModuleLoad (clients before lazy modules): every name, at its position.
+namespace {
+void indexed(const std::vector<std::string>& functions, const std::vector<VarName>& variables,
+             std::vector<NameAt>& f, std::vector<NameAt>& v) {
+  for (size_t i = 0; i < functions.size(); ++i)
+    f.push_back(NameAt{static_cast<uint32_t>(i), functions[i], 0});
+  for (size_t i = 0; i < variables.size(); ++i)
+    v.push_back(NameAt{static_cast<uint32_t>(i), variables[i].name, variables[i].size});
+}
+}  // namespace
+
+Status Session::on(ModuleLookupMsg, const ModuleLookupReq& q, ModuleRep& rep) {
+  ModuleResolveReq r{q.device, q.hash, {}, {}};
+  indexed(q.functions, q.variables, r.functions, r.variables);
+  return on(ModuleResolveMsg{}, r, rep);
+}
+
+Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
+  ModuleShipReq r{q.device, q.hash, q.image_size, {}, {}};
+  indexed(q.functions, q.variables, r.functions, r.variables);
+  return on(ModuleShipMsg{}, r, rep);
 }
 
 Status Session::keep_image(const Hash& hash, const Image& image) {
@@ -239,37 +298,43 @@ Status Session::load_module(uint32_t dev, const Hash& hash, const Image& image) 
 }
 
 Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& image,
-                               const std::vector<std::string>& functions,
-                               const std::vector<VarName>& variables, ModuleRep& rep) {
+                               const std::vector<NameAt>& functions,
+                               const std::vector<NameAt>& variables, ModuleRep& rep) {
   const int d = static_cast<int>(dev);
+  for (const std::vector<NameAt>* names : {&functions, &variables})
+    for (const NameAt& n : *names)
+      if (n.index >= kMaxModuleNames)
+        return Status::fail(err::InvalidValue, "module name index out of range");
   if (Status s = load_module(dev, hash, image); !s.ok()) return s;
   auto it = module_ids_[dev].find(hash);
   Module& m = modules_[dev][it->second];
   rep.module = it->second;
-  m.kernels.assign(functions.size(), 0);
-  m.layouts.assign(functions.size(), {});
-  for (size_t i = 0; i < functions.size(); ++i) {
-    const std::string& name = functions[i];
+  for (const NameAt& f : functions) {
+    if (f.index >= m.kernels.size()) {
+      m.kernels.resize(f.index + 1, 0);
+      m.layouts.resize(f.index + 1);
+    }
+    m.kernels[f.index] = 0;
     KernelDesc desc;
     uint64_t k = 0;
     std::optional<fatbin::KernelLayout> driver;
-    if (exec_.kernel_get(d, m.handle, name, k, driver).ok()) {
-      auto parsed = m.info.kernels.find(name);
+    if (exec_.kernel_get(d, m.handle, f.name, k, driver).ok()) {
+      auto parsed = m.info.kernels.find(f.name);
       if (driver && parsed != m.info.kernels.end() && *driver != parsed->second)
         return Status::fail(kInvalidKernelImage,
-                            "parameter layout of kernel " + name +
+                            "parameter layout of kernel " + f.name +
                                 " differs: the fat binary says " + describe_layout(parsed->second) +
                                 ", the driver says " + describe_layout(*driver));
       if (driver || parsed != m.info.kernels.end()) {
-        m.kernels[i] = k;
-        m.layouts[i] = driver ? *driver : parsed->second;
+        m.kernels[f.index] = k;
+        m.layouts[f.index] = driver ? *driver : parsed->second;
         desc.found = true;
-        for (auto& p : m.layouts[i].params) desc.params.push_back({p.offset, p.size});
+        for (auto& p : m.layouts[f.index].params) desc.params.push_back({p.offset, p.size});
       }
     }
     rep.kernels.push_back(std::move(desc));
   }
-  for (const VarName& v : variables) {
+  for (const NameAt& v : variables) {
     VarDesc desc;
     if (exec_.global_get(d, m.handle, v.name, desc.addr, desc.size).ok()) {
       desc.found = true;

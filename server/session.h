@@ -173,9 +173,17 @@ class Session {
   Status describe_module(uint32_t dev, const Image& image, fatbin::ModuleInfo& info,
                          DecompressionSlot& slot);
   uint32_t device_arch(uint32_t dev);  // compute capability, major * 10 + minor (0: unknown)
+  // The image named `hash`: this session's, else the module cache's (read, verified and kept);
+  // null (with `s`) when the server has none.
+  Image find_image(const proto::Hash& hash, Status& s);
+  // Receives an image of `size` bytes from the request's payload and checks it against `hash`;
+  // it is kept by the session, and reaches the module cache once it loaded (resolve_module).
+  Image receive_image(const proto::Hash& hash, uint64_t size, Status& s);
+  // Loads the image on GPU `dev` at its first use there, then resolves the names asked for, each
+  // at the client's index for it.
   Status resolve_module(uint32_t dev, const proto::Hash& hash, const Image& image,
-                        const std::vector<std::string>& functions,
-                        const std::vector<proto::VarName>& variables, proto::ModuleRep& rep);
+                        const std::vector<proto::NameAt>& functions,
+                        const std::vector<proto::NameAt>& variables, proto::ModuleRep& rep);
   Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
   // What a launch names, resolved and checked (kernel, argument layout, stream, dimensions).
   struct LaunchTarget {
@@ -323,7 +331,7 @@ class Session {
   };
   std::vector<std::vector<Module>> modules_;                 // per GPU, by module id
   std::vector<std::map<proto::Hash, uint32_t>> module_ids_;  // per GPU
-  std::map<proto::Hash, Image> images_;                      // this session's fat binaries
+  std::map<proto::Hash, Image> images_;                      // this session's images
   uint64_t images_bytes_ = 0;
   static constexpr uint64_t kMaxSessionImages = 4ull << 30;  // bytes of images one session holds
   Status keep_image(const proto::Hash& hash, const Image& image);

@@ -72,10 +72,13 @@ RGPU_CU CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute at
 RGPU_CU CUresult cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction function) {
   RGPU_INIT();
   if (!state) return CUDA_ERROR_INVALID_VALUE;
-  if (!function_of(function)) return CUDA_ERROR_INVALID_HANDLE;
-  // Modules are loaded on their device when they are loaded (cuModuleLoad*), and functions are
-  // handed out from loaded modules only.
-  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  client::Function* f = function_of(function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  // Loaded once resolved on the current device (its first use there, or cuFuncLoad).
+  int dev = 0;
+  if (CUresult r = to_driver(cuda_fe::current_device(&dev)); r != CUDA_SUCCESS) return r;
+  *state = core().kernel_resolved(f, dev) ? CU_FUNCTION_LOADING_STATE_LOADED
+                                          : CU_FUNCTION_LOADING_STATE_UNLOADED;
   return CUDA_SUCCESS;
 }
 
@@ -85,8 +88,9 @@ RGPU_CU CUresult cuFuncLoad(CUfunction function) {
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   int dev = 0;
   if (CUresult r = to_driver(cuda_fe::current_device(&dev)); r != CUDA_SUCCESS) return r;
-  const client::LoadedModule* lm = nullptr;
-  return to_driver(core().module_on(f->module, dev, &lm));
+  uint32_t id = 0;
+  const client::KernelInfo* k = nullptr;
+  return to_driver(core().resolved_kernel(f, dev, &id, &k));
 }
 
 RGPU_CU CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {

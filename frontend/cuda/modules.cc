@@ -1,7 +1,9 @@
 // Modules and libraries: images (cubin, fat binary, nvcc's fat binary wrapper, PTX compiled on
-// the server) loaded into the current context through the client core's module store, their
-// functions/kernels and globals by name, and function attributes.
+// the server) loaded into the current context through the client core's module store (lazily:
+// an image travels when a function or global of it is first needed), their functions/kernels and
+// globals by name, and function attributes.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -35,8 +37,21 @@ const void* unwrap(const void* image) {
   return image;
 }
 
+// CUDA_MODULE_LOADING=EAGER: a module is loaded on its device when it is loaded, as NVIDIA's
+// driver then does.  Otherwise (LAZY, CUDA's default) nothing travels until a function or global
+// of it is first needed (client/module_loading.cc).
+bool eager_loading() {
+  static const bool eager = [] {
+    const char* v = getenv("CUDA_MODULE_LOADING");
+    return v && strcmp(v, "EAGER") == 0;
+  }();
+  return eager;
+}
+
 // A module needs a current context; a library does not (CUDA 12's libraries are loaded into a
-// context when first used there: NVIDIA's runtime loads them before it makes one current).
+// context when first used there: NVIDIA's runtime loads them before it makes one current).  The
+// image's headers are checked here (the client core's load_image), as the driver checks them at
+// load; what lies deeper is found when the image is first used.
 CUresult load(void** out, const void* image, size_t size = 0, bool library = false) {
   RGPU_INIT();
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
@@ -50,15 +65,11 @@ CUresult load(void** out, const void* image, size_t size = 0, bool library = fal
   if (size == 0 && client::image_size(image) == 0) return CUDA_ERROR_INVALID_IMAGE;
   CUresult r = to_driver(core().module_load(image, size, &m));
   if (r != CUDA_SUCCESS) return r;
-  if (dev < 0) {
-    *out = m;
-    return CUDA_SUCCESS;
-  }
-  // Loading on the device now reports a bad image at load time, as the driver does.
-  const client::LoadedModule* lm = nullptr;
-  if (CUresult r2 = to_driver(core().module_on(m, dev, &lm)); r2 != CUDA_SUCCESS) {
-    core().module_unload(m);
-    return r2;
+  if (dev >= 0 && eager_loading()) {
+    if (CUresult r2 = to_driver(core().module_on(m, dev)); r2 != CUDA_SUCCESS) {
+      core().module_unload(m);
+      return r2;
+    }
   }
   *out = m;
   return CUDA_SUCCESS;
@@ -81,12 +92,28 @@ client::Module* valid_module(const void* h) {
   return m && core().modules().valid(m) ? m : nullptr;
 }
 
-// A kernel of the module's image, or CUDA_ERROR_NOT_FOUND.
-CUresult get_function(void** out, const void* mod, const char* name) {
+// A kernel of the module's image, or CUDA_ERROR_NOT_FOUND.  cuModuleGetFunction (`load`) loads
+// the function on the current device, as CUDA's lazy loading does (the image travels then, and
+// the server says whether it has the kernel); cuLibraryGetKernel finds the name in the image here
+// and loads nothing.
+CUresult get_function(void** out, const void* mod, const char* name, bool load) {
   RGPU_INIT();
   if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
   client::Module* m = valid_module(mod);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  if (load) {
+    int dev = 0;
+    if (CUresult r = to_driver(cuda_fe::current_device(&dev)); r != CUDA_SUCCESS) return r;
+    client::Function* f = core().modules().function(m, name);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    uint32_t id = 0;
+    const client::KernelInfo* k = nullptr;
+    if (CUresult r = to_driver(core().resolved_kernel(f, dev, &id, &k)); r != CUDA_SUCCESS)
+      return r;
+    if (!k->found) return CUDA_ERROR_NOT_FOUND;
+    *out = f;
+    return CUDA_SUCCESS;
+  }
   std::shared_ptr<const client::KernelNames> names;
   if (CUresult r = to_driver(core().module_kernels(m, &names)); r != CUDA_SUCCESS) return r;
   if (names->set.count(name) == 0) return CUDA_ERROR_NOT_FOUND;
@@ -151,7 +178,7 @@ RGPU_CU CUresult cuModuleUnload(CUmodule hmod) {
   return to_driver(core().module_unload(m));
 }
 RGPU_CU CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
-  return get_function(reinterpret_cast<void**>(hfunc), hmod, name);
+  return get_function(reinterpret_cast<void**>(hfunc), hmod, name, true);
 }
 RGPU_CU CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
                                       const char* name) {
@@ -159,7 +186,7 @@ RGPU_CU CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule
 }
 RGPU_CU CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   if (!mode) return CUDA_ERROR_INVALID_VALUE;
-  *mode = CU_MODULE_EAGER_LOADING;  // modules load on the server when the program loads them
+  *mode = eager_loading() ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
   return CUDA_SUCCESS;
 }
 
@@ -182,7 +209,7 @@ RGPU_CU CUresult cuLibraryUnload(CUlibrary library) {
   return to_driver(core().module_unload(m));
 }
 RGPU_CU CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
-  return get_function(reinterpret_cast<void**>(pKernel), library, name);
+  return get_function(reinterpret_cast<void**>(pKernel), library, name, false);
 }
 RGPU_CU CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
   RGPU_INIT();
@@ -312,8 +339,8 @@ RGPU_CU CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
 RGPU_CU CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice) {
   return cuFuncSetCacheConfig(reinterpret_cast<CUfunction>(kernel), config);
 }
-// Parameter layouts come from the server with the module's load (once per module and device;
-// client/kernels.cc) and are answered from there.
+// Parameter layouts come from the server when the function is first used on a device
+// (client/module_loading.cc) and are answered from there.
 RGPU_CU CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
                                     size_t* paramSize) {
   RGPU_INIT();

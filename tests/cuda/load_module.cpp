@@ -1,12 +1,13 @@
-// Loads module images from files through the driver API (cuModuleLoad, which loads the image on
-// the GPU at once), one after another, and prints for each what the load returned and how long
-// it took: "load <file> <CUresult name> <milliseconds>"; modules stay loaded until it exits.
-// The integration tests hand it crafted images (tests/integration/tenant_modules_test.cc).
-// Built like driver_api.cpp.
+// Loads module images from files through the driver API (cuModuleLoad with
+// CUDA_MODULE_LOADING=EAGER, which loads the image on the GPU at once), one after another, and
+// prints for each what the load returned and how long it took: "load <file> <CUresult name>
+// <milliseconds>"; modules stay loaded until it exits. The integration tests hand it crafted images
+// (tests/integration/tenant_modules_test.cc). Built like driver_api.cpp.
 #include <cuda.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 static const char* name_of(CUresult r) {
   const char* s = nullptr;
@@ -14,6 +15,7 @@ static const char* name_of(CUresult r) {
 }
 
 int main(int argc, char** argv) {
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);  // as a driver does it: at the load
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
