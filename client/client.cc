@@ -177,7 +177,11 @@ CudaError Client::reset(int dev) {
   vmm_forget_device(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
-  return l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
+  e = l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
+  // Again once the server has reset: a resolution another thread had in flight may have been
+  // answered before the reset and kept since (client/module_loading.cc drops it on the epoch).
+  modules_.forget_device(dev);
+  return e;
 }
 
 CudaError Client::mem_get_info(int dev, size_t* free, size_t* total) {

@@ -17,6 +17,8 @@ using namespace rgpu::proto;
 namespace {
 
 constexpr size_t kMaxHaveBatch = 4096;  // hashes in one ModuleHave (32 bytes each)
+// Resolutions a look-up makes before it gives up: each may be retired at once by a device reset.
+constexpr int kMaxTries = 4;
 
 // Failures the same image gives again on the same device: it is not sent again.
 bool refused_image(CudaError e) {
@@ -24,6 +26,37 @@ bool refused_image(CudaError e) {
                       kUnsupportedPtxVersion = 222;
   return e == kInvalidKernelImage || e == kNoKernelImageForDevice || e == kInvalidPtx ||
          e == kUnsupportedPtxVersion;
+}
+
+// Keeps what `rep` answered for `functions` and `variables` on `dev` (m->mu held); module
+// variables found join `map` (copies to them are recognised).
+void commit(Module* m, int dev, const ModuleRep& rep, const std::vector<NameAt>& functions,
+            const std::vector<NameAt>& variables, AddressMap& map) {
+  LoadedModule& lm = m->loaded[dev];
+  lm.id = rep.module;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    auto info = std::make_unique<KernelInfo>();
+    info->found = rep.kernels[i].found;
+    for (const ParamDesc& p : rep.kernels[i].params) {
+      info->params.push_back(ParamLayout{p.offset, p.size});
+      info->arg_bytes = std::max(info->arg_bytes, p.offset + p.size);
+    }
+    const uint32_t at = functions[i].index;
+    if (at >= lm.kernels.size()) lm.kernels.resize(at + 1);
+    if (!lm.kernels[at]) lm.kernels[at] = std::move(info);  // one already handed out stays
+  }
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const VarDesc& v = rep.variables[i];
+    const uint32_t at = variables[i].index;
+    if (at >= lm.globals.size()) lm.globals.resize(at + 1);
+    if (lm.globals[at]) continue;
+    lm.globals[at] = GlobalInfo{v.found, v.addr, v.size};
+    if (v.found && !map.add_device(DeviceRange{v.addr, v.size, dev, false}))
+      LOG_ERROR(
+          "device %d: module variable at 0x%llx (%llu bytes) overlaps memory this process "
+          "already knows; copies to it are refused",
+          dev, static_cast<unsigned long long>(v.addr), static_cast<unsigned long long>(v.size));
+  }
 }
 
 }  // namespace
@@ -93,83 +126,69 @@ CudaError Client::fetch_module(ServerLink* l, Module* m, uint32_t gpu, bool lega
 
 CudaError Client::module_on(Module* m, int dev) {
   std::lock_guard<std::mutex> one_at_a_time(m->load_mu);  // a second thread finds it done
-  std::vector<NameAt> functions, variables;
-  {
-    std::lock_guard<std::mutex> lock(m->mu);
-    if (m->unloaded) return errc::InvalidResourceHandle;
-    if (auto b = m->broken.find(dev); b != m->broken.end()) return b->second;
-    auto it = m->loaded.find(dev);
-    const LoadedModule* lm = it == m->loaded.end() ? nullptr : &it->second;
-    for (uint32_t i = 0; i < m->functions.size(); ++i)
-      if (!lm || i >= lm->kernels.size() || !lm->kernels[i])
-        functions.push_back(NameAt{i, m->functions[i], 0});
-    for (uint32_t i = 0; i < m->globals.size(); ++i)
-      if (!lm || i >= lm->globals.size() || !lm->globals[i])
-        variables.push_back(NameAt{i, m->globals[i].name, m->globals[i].size});
-    if (lm && functions.empty() && variables.empty()) return err::Success;
-  }
-  CudaError e;
-  ServerLink* l = link(dev, &e);
-  if (!l) return e;
-  if (!m->hashed) {  // written under load_mu (held) and mu, read under either
-    const ImageHash h = sha256(m->image, m->size);
-    std::lock_guard<std::mutex> lock(m->mu);
-    m->hash = h;
-    m->hashed = true;
-  }
-  // A server from before lazy modules resolves every name, each time.
-  const bool legacy = !l->knows(MsgId::ModuleResolve);
-  if (legacy) {
-    functions.clear();
-    variables.clear();
-    std::lock_guard<std::mutex> lock(m->mu);
-    for (uint32_t i = 0; i < m->functions.size(); ++i)
-      functions.push_back(NameAt{i, m->functions[i], 0});
-    for (uint32_t i = 0; i < m->globals.size(); ++i)
-      variables.push_back(NameAt{i, m->globals[i].name, m->globals[i].size});
-  }
-  ModuleRep rep;
-  std::string why;
-  e = fetch_module(l, m, devices_[dev].spec.gpu, legacy, functions, variables, &rep, &why);
-  if (e != err::Success) {
-    if (refused_image(e)) {
+  // m->mu is not held across the round trip: a device reset (forget_device) may retire the
+  // device's entry meanwhile.  What the server answered before the reset names modules it has
+  // since unloaded (and whose ids it hands out again), so it is kept only when the device's epoch
+  // is unchanged; otherwise the names are resolved again.
+  for (;;) {
+    std::vector<NameAt> functions, variables;
+    uint64_t epoch = 0;
+    {
       std::lock_guard<std::mutex> lock(m->mu);
-      m->broken[dev] = e;
+      if (m->unloaded) return errc::InvalidResourceHandle;
+      if (auto b = m->broken.find(dev); b != m->broken.end()) return b->second;
+      epoch = m->epoch[dev];
+      auto it = m->loaded.find(dev);
+      const LoadedModule* lm = it == m->loaded.end() ? nullptr : &it->second;
+      for (uint32_t i = 0; i < m->functions.size(); ++i)
+        if (!lm || i >= lm->kernels.size() || !lm->kernels[i])
+          functions.push_back(NameAt{i, m->functions[i], 0});
+      for (uint32_t i = 0; i < m->globals.size(); ++i)
+        if (!lm || i >= lm->globals.size() || !lm->globals[i])
+          variables.push_back(NameAt{i, m->globals[i].name, m->globals[i].size});
+      if (lm && functions.empty() && variables.empty()) return err::Success;
     }
-    LOG_ERROR("device %d: cannot load module %s (%zu bytes) from %s: %s", dev,
-              hex(m->hash.data(), 8).c_str(), m->size, l->address().c_str(),
-              why.empty() ? (cuda_error_name(e) ? cuda_error_name(e) : "error") : why.c_str());
-    return e;
-  }
-  if (rep.kernels.size() != functions.size() || rep.variables.size() != variables.size())
-    return err::Unknown;
-  std::lock_guard<std::mutex> lock(m->mu);
-  LoadedModule& lm = m->loaded[dev];
-  lm.id = rep.module;
-  for (size_t i = 0; i < functions.size(); ++i) {
-    auto info = std::make_unique<KernelInfo>();
-    info->found = rep.kernels[i].found;
-    for (const ParamDesc& p : rep.kernels[i].params) {
-      info->params.push_back(ParamLayout{p.offset, p.size});
-      info->arg_bytes = std::max(info->arg_bytes, p.offset + p.size);
+    CudaError e;
+    ServerLink* l = link(dev, &e);
+    if (!l) return e;
+    if (!m->hashed) {  // written under load_mu (held) and mu, read under either
+      const ImageHash h = sha256(m->image, m->size);
+      std::lock_guard<std::mutex> lock(m->mu);
+      m->hash = h;
+      m->hashed = true;
     }
-    const uint32_t at = functions[i].index;
-    if (at >= lm.kernels.size()) lm.kernels.resize(at + 1);
-    if (!lm.kernels[at]) lm.kernels[at] = std::move(info);  // one already handed out stays
+    // A server from before lazy modules resolves every name, each time.
+    const bool legacy = !l->knows(MsgId::ModuleResolve);
+    if (legacy) {
+      functions.clear();
+      variables.clear();
+      std::lock_guard<std::mutex> lock(m->mu);
+      for (uint32_t i = 0; i < m->functions.size(); ++i)
+        functions.push_back(NameAt{i, m->functions[i], 0});
+      for (uint32_t i = 0; i < m->globals.size(); ++i)
+        variables.push_back(NameAt{i, m->globals[i].name, m->globals[i].size});
+    }
+    ModuleRep rep;
+    std::string why;
+    e = fetch_module(l, m, devices_[dev].spec.gpu, legacy, functions, variables, &rep, &why);
+    if (e != err::Success) {
+      {
+        std::lock_guard<std::mutex> lock(m->mu);
+        if (m->epoch[dev] != epoch) continue;  // reset meanwhile: ask the device as it is now
+        if (refused_image(e)) m->broken[dev] = e;
+      }
+      LOG_ERROR("device %d: cannot load module %s (%zu bytes) from %s: %s", dev,
+                hex(m->hash.data(), 8).c_str(), m->size, l->address().c_str(),
+                why.empty() ? (cuda_error_name(e) ? cuda_error_name(e) : "error") : why.c_str());
+      return e;
+    }
+    if (rep.kernels.size() != functions.size() || rep.variables.size() != variables.size())
+      return err::Unknown;
+    std::lock_guard<std::mutex> lock(m->mu);
+    if (m->epoch[dev] != epoch) continue;
+    commit(m, dev, rep, functions, variables, map_);
+    return err::Success;
   }
-  for (size_t i = 0; i < variables.size(); ++i) {
-    const VarDesc& v = rep.variables[i];
-    const uint32_t at = variables[i].index;
-    if (at >= lm.globals.size()) lm.globals.resize(at + 1);
-    if (lm.globals[at]) continue;
-    lm.globals[at] = GlobalInfo{v.found, v.addr, v.size};
-    if (v.found && !map_.add_device(DeviceRange{v.addr, v.size, dev, false}))
-      LOG_ERROR(
-          "device %d: module variable at 0x%llx (%llu bytes) overlaps memory this process "
-          "already knows; copies to it are refused",
-          dev, static_cast<unsigned long long>(v.addr), static_cast<unsigned long long>(v.size));
-  }
-  return err::Success;
 }
 
 bool Client::kernel_resolved(const Function* f, int dev) {
@@ -183,7 +202,7 @@ CudaError Client::resolved_kernel(const Function* f, int dev, uint32_t* module,
                                   const KernelInfo** out) {
   if (!f) return errc::InvalidResourceHandle;
   Module* m = f->module;
-  for (bool asked = false;; asked = true) {
+  for (int tries = 0;; ++tries) {
     {
       std::lock_guard<std::mutex> lock(m->mu);
       if (m->unloaded) return errc::InvalidResourceHandle;
@@ -195,7 +214,7 @@ CudaError Client::resolved_kernel(const Function* f, int dev, uint32_t* module,
         return err::Success;
       }
     }
-    if (asked) return err::Unknown;  // forgotten meanwhile (a device reset)
+    if (tries == kMaxTries) return err::Unknown;  // forgotten again and again (device resets)
     if (CudaError e = module_on(m, dev); e != err::Success) return e;
   }
 }
@@ -203,7 +222,7 @@ CudaError Client::resolved_kernel(const Function* f, int dev, uint32_t* module,
 CudaError Client::resolved_global(const Variable* v, int dev, GlobalInfo* out) {
   if (!v) return errc::InvalidSymbol;
   Module* m = v->module;
-  for (bool asked = false;; asked = true) {
+  for (int tries = 0;; ++tries) {
     {
       std::lock_guard<std::mutex> lock(m->mu);
       if (m->unloaded) return errc::InvalidResourceHandle;
@@ -214,7 +233,7 @@ CudaError Client::resolved_global(const Variable* v, int dev, GlobalInfo* out) {
         return err::Success;
       }
     }
-    if (asked) return err::Unknown;
+    if (tries == kMaxTries) return err::Unknown;
     if (CudaError e = module_on(m, dev); e != err::Success) return e;
   }
 }

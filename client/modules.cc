@@ -179,6 +179,7 @@ void ModuleStore::forget_device(int device) {
       m->loaded.erase(it);
     }
     m->broken.erase(device);
+    ++m->epoch[device];
   }
 }
 

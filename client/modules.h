@@ -84,7 +84,10 @@ struct Module {
   std::vector<LoadedModule> retired;   // of devices forgotten (a reset): callers may still read
   std::map<int, Error> broken;         // devices whose server refused the image (not sent again)
   std::map<const void*, bool> held;  // by server link: whether it holds the image (absent: unknown)
-  unsigned refs = 0;                 // load_image references (embedded modules: 0, never unloaded)
+  // By virtual device: how many times it was forgotten (a reset).  Client::module_on drops what a
+  // round trip answered when this changed meanwhile: the answer may predate the reset.
+  std::map<int, uint64_t> epoch;
+  unsigned refs = 0;  // load_image references (embedded modules: 0, never unloaded)
   bool unloaded = false;
   std::shared_ptr<const KernelNames> kernels;  // under mu; null until first asked for
   std::mutex mu;       // the fields above; held briefly, never across a round trip
@@ -126,7 +129,8 @@ class ModuleStore {
   bool valid(const Module* m) const;
   // Whether `f` is a function of this store (any pointer may be asked) of a module still loaded.
   bool valid_function(const Function* f) const;
-  // Forgets what every module knows about `device` (after a device reset).
+  // Forgets what every module knows about `device` (a device reset), and bumps each module's epoch
+  // for it, so that a resolution in flight is not kept.
   void forget_device(int device);
   // Modules still loaded whose image is hashed and whether server link `link` holds it unknown,
   // `first` (hashed by the caller) at the front: at most `max`, for one ModuleHave.

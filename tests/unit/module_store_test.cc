@@ -1,9 +1,14 @@
 // The client's module store: raw images (fat binary, cubin, PTX) sized without a length, the same
-// bytes giving the same module, functions and globals by name, and unloading by reference.
+// bytes giving the same module, functions and globals by name, unloading by reference, a device
+// reset retiring what was resolved (and bumping the epoch that drops resolutions in flight), and
+// the store used from many threads at once, as a program registering libraries while others
+// resolve does.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "client/modules.h"
 #include "tests/unit/image_builder.h"
@@ -124,6 +129,86 @@ TEST(ModuleStore, FunctionHandlesAreChecked) {
   EXPECT_FALSE(store.valid_function(nullptr));
   EXPECT_EQ(store.unload(m), errc::Success);
   EXPECT_FALSE(store.valid_function(k));  // its module is gone
+}
+
+// A device reset retires what a module resolved there (KernelInfo pointers handed out stay
+// readable) and bumps the module's epoch for that device: Client::module_on keeps no answer from
+// a round trip that a reset overtook.
+TEST(ModuleStore, ForgetDeviceRetiresAndBumpsTheEpoch) {
+  ModuleStore store;
+  std::vector<uint8_t> image = FatbinBuilder::wrap(test::basic_cubin().build());
+  Module* m = store.add_embedded(image.data(), image.size());
+  ASSERT_NE(store.function(m, "k"), nullptr);
+  const KernelInfo* k = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(m->mu);
+    LoadedModule& lm = m->loaded[0];
+    lm.id = 7;
+    lm.kernels.push_back(std::make_unique<KernelInfo>());
+    lm.kernels[0]->found = true;
+    lm.kernels[0]->arg_bytes = 24;
+    k = lm.kernels[0].get();
+    m->loaded[1].id = 8;
+    m->broken[0] = 200;
+  }
+  store.forget_device(0);
+  std::lock_guard<std::mutex> lock(m->mu);
+  EXPECT_EQ(m->loaded.count(0), 0u);
+  EXPECT_EQ(m->loaded.count(1), 1u);  // other devices keep theirs
+  EXPECT_EQ(m->broken.count(0), 0u);
+  ASSERT_EQ(m->retired.size(), 1u);
+  EXPECT_EQ(m->retired[0].kernels[0].get(), k);
+  EXPECT_EQ(k->arg_bytes, 24u);
+  EXPECT_EQ(m->epoch[0], 1u);
+  EXPECT_EQ(m->epoch[1], 0u);
+}
+
+// Libraries registering fat binaries, functions and variables on some threads while others check
+// handles, ask which images are unasked and reset devices: every name keeps one index, the index
+// of its place in the module's list (what launches name on the server).  Meant for sanitizer
+// builds too (RGPU_SANITIZE).
+TEST(ModuleStore, RegistrationAndLookupsFromManyThreads) {
+  ModuleStore store;
+  std::vector<uint8_t> image = FatbinBuilder::wrap(test::basic_cubin().build());
+  constexpr int kModules = 64, kNames = 32, kWriters = 4, kReaders = 4;
+  std::vector<Module*> modules(kModules);
+  for (Module*& m : modules) m = store.add_embedded(image.data(), image.size());
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kModules * kNames; ++i) {
+        Module* m = modules[(i + w * 7) % kModules];
+        const std::string name = "k" + std::to_string((i * 13 + w) % kNames);
+        Function* f = store.function(m, name);
+        ASSERT_NE(f, nullptr);
+        EXPECT_EQ(f, store.function(m, name));
+        ASSERT_NE(store.variable(m, "g" + std::to_string(i % 5), 4), nullptr);
+        if (i % 97 == 0) store.add_embedded(image.data(), image.size());  // a library loads
+      }
+    });
+  for (int r = 0; r < kReaders; ++r)
+    threads.emplace_back([&, r] {
+      int link = 0;
+      while (!done.load()) {
+        for (Module* m : modules) EXPECT_TRUE(store.valid(m));
+        store.unasked(&link, modules[r], 4096);
+        if (r == 0) store.forget_device(0);
+      }
+    });
+  for (int w = 0; w < kWriters; ++w) threads[w].join();
+  done = true;
+  for (size_t t = kWriters; t < threads.size(); ++t) threads[t].join();
+  for (Module* m : modules) {
+    std::lock_guard<std::mutex> lock(m->mu);
+    ASSERT_EQ(m->functions.size(), m->function_index.size());
+    for (const auto& [name, f] : m->function_index) {
+      ASSERT_LT(f->index, m->functions.size());
+      EXPECT_EQ(m->functions[f->index], name);
+      EXPECT_EQ(f->module, m);
+    }
+    EXPECT_EQ(m->globals.size(), 5u);
+  }
 }
 
 }  // namespace
