@@ -736,7 +736,7 @@ class Client {
   // `legacy`: a server that knows only ModuleLookup/ModuleLoad.  `why`: the server's reason.
   CudaError fetch_module(ServerLink* l, Module* m, uint32_t gpu, bool legacy,
                          const std::vector<proto::NameAt>& functions,
-                         const std::vector<proto::NameAt>& variables, proto::ModuleRep* rep,
+                         const std::vector<proto::NameAt>& variables, proto::ModuleSlotsRep* rep,
                          std::string* why);
   // Whether `l` holds `m`'s image: 1, 0, or -1 when unknown.  Asks when not known yet, together
   // with every other hashed image whose answer is not known (one ModuleHave), unless `m` is the

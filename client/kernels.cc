@@ -30,7 +30,7 @@ CudaError Client::kernel_on(const Function* f, int dev, ServerLink** l, FuncReq*
     return kInvalidDeviceFunction;
   }
   *l = link(dev, &e);
-  *req = FuncReq{devices_[dev].spec.gpu, module, f->index};
+  *req = FuncReq{devices_[dev].spec.gpu, module, (*k)->slot};
   return e;
 }
 

@@ -30,13 +30,15 @@ bool refused_image(CudaError e) {
 
 // Keeps what `rep` answered for `functions` and `variables` on `dev` (m->mu held); module
 // variables found join `map` (copies to them are recognised).
-void commit(Module* m, int dev, const ModuleRep& rep, const std::vector<NameAt>& functions,
+void commit(Module* m, int dev, const ModuleSlotsRep& rep, const std::vector<NameAt>& functions,
             const std::vector<NameAt>& variables, AddressMap& map) {
   LoadedModule& lm = m->loaded[dev];
   lm.id = rep.module;
   for (size_t i = 0; i < functions.size(); ++i) {
     auto info = std::make_unique<KernelInfo>();
     info->found = rep.kernels[i].found;
+    // The server's index of the function (a server from before lazy modules: our own).
+    info->slot = rep.slots.size() == functions.size() ? rep.slots[i] : functions[i].index;
     for (const ParamDesc& p : rep.kernels[i].params) {
       info->params.push_back(ParamLayout{p.offset, p.size});
       info->arg_bytes = std::max(info->arg_bytes, p.offset + p.size);
@@ -85,7 +87,7 @@ int Client::held_on(ServerLink* l, Module* m) {
 
 CudaError Client::fetch_module(ServerLink* l, Module* m, uint32_t gpu, bool legacy,
                                const std::vector<NameAt>& functions,
-                               const std::vector<NameAt>& variables, ModuleRep* rep,
+                               const std::vector<NameAt>& variables, ModuleSlotsRep* rep,
                                std::string* why) {
   const std::string name = hex(m->hash.data(), 8);
   if (legacy) {  // every name, at its position, by hash or with the image
@@ -93,12 +95,18 @@ CudaError Client::fetch_module(ServerLink* l, Module* m, uint32_t gpu, bool lega
     std::vector<VarName> vs;
     for (const NameAt& f : functions) fs.push_back(f.name);
     for (const NameAt& v : variables) vs.push_back(VarName{v.name, v.size});
-    CudaError e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, fs, vs}, rep, nullptr, 0,
+    ModuleRep r;
+    CudaError e = l->call<ModuleLookupMsg>(ModuleLookupReq{gpu, m->hash, fs, vs}, &r, nullptr, 0,
                                            nullptr, 0, why);
-    if (e != errc::NotFound) return e;
-    iovec image{const_cast<uint8_t*>(m->image), m->size};
-    return l->call<ModuleLoadMsg>(ModuleLoadReq{gpu, m->hash, m->size, fs, vs}, rep, &image, 1,
-                                  nullptr, 0, why);
+    if (e == errc::NotFound) {
+      iovec image{const_cast<uint8_t*>(m->image), m->size};
+      e = l->call<ModuleLoadMsg>(ModuleLoadReq{gpu, m->hash, m->size, fs, vs}, &r, &image, 1,
+                                 nullptr, 0, why);
+    }
+    rep->module = r.module;
+    rep->kernels = std::move(r.kernels);
+    rep->variables = std::move(r.variables);
+    return e;
   }
   auto note_held = [&] {
     std::lock_guard<std::mutex> lock(m->mu);
@@ -168,7 +176,7 @@ CudaError Client::module_on(Module* m, int dev) {
       for (uint32_t i = 0; i < m->globals.size(); ++i)
         variables.push_back(NameAt{i, m->globals[i].name, m->globals[i].size});
     }
-    ModuleRep rep;
+    ModuleSlotsRep rep;
     std::string why;
     e = fetch_module(l, m, devices_[dev].spec.gpu, legacy, functions, variables, &rep, &why);
     if (e != err::Success) {
@@ -182,7 +190,8 @@ CudaError Client::module_on(Module* m, int dev) {
                 why.empty() ? (cuda_error_name(e) ? cuda_error_name(e) : "error") : why.c_str());
       return e;
     }
-    if (rep.kernels.size() != functions.size() || rep.variables.size() != variables.size())
+    if (rep.kernels.size() != functions.size() || rep.variables.size() != variables.size() ||
+        (!rep.slots.empty() && rep.slots.size() != functions.size()))
       return err::Unknown;
     std::lock_guard<std::mutex> lock(m->mu);
     if (m->epoch[dev] != epoch) continue;

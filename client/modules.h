@@ -29,6 +29,7 @@ struct ParamLayout {
 };
 struct KernelInfo {
   bool found = false;
+  uint32_t slot = 0;  // the server's index of the function in its module (FuncReq::kernel)
   std::vector<ParamLayout> params;
   uint32_t arg_bytes = 0;  // parameter buffer size
   // The server's answers, kept (guarded by Client::func_cache_mu_): a function's attributes

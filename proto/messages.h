@@ -484,8 +484,20 @@ struct ModuleShipReq {
   RGPU_FIELDS(device, hash, image_size, functions, variables)
   uint64_t payload_bytes() const { return image_size; }
 };
-using ModuleResolveRep = ModuleRep;
-using ModuleShipRep = ModuleRep;
+// What ModuleResolve and ModuleShip answer: ModuleRep's fields, and for each function asked
+// for the server's index of it in the module (FuncReq::kernel, LaunchReq::kernel).  The server
+// numbers a module's functions by name: every client module of one image (the same fat binary
+// registered twice, or loaded again through the driver API, its names asked for in another
+// order) shares one server module, so a client's own numbering cannot name them.
+struct ModuleSlotsRep {
+  uint32_t module = 0;
+  std::vector<KernelDesc> kernels;
+  std::vector<VarDesc> variables;
+  std::vector<uint32_t> slots;  // per function asked for, in order
+  RGPU_FIELDS(module, kernels, variables, slots)
+};
+using ModuleResolveRep = ModuleSlotsRep;
+using ModuleShipRep = ModuleSlotsRep;
 
 struct LaunchReq {
   uint32_t device = 0;

@@ -124,15 +124,15 @@ Status Session::on(ModuleHaveMsg, const ModuleHaveReq& q, ModuleHaveRep& rep) {
   return Status::success();
 }
 
-Status Session::on(ModuleResolveMsg, const ModuleResolveReq& q, ModuleRep& rep) {
+Status Session::find_and_resolve(const ModuleResolveReq& q, bool by_name, ModuleSlotsRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   Status s;
   Image image = find_image(q.hash, s);
   if (!image) return s;
-  return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
+  return resolve_module(q.device, q.hash, image, q.functions, q.variables, by_name, rep);
 }
 
-Status Session::on(ModuleShipMsg, const ModuleShipReq& q, ModuleRep& rep) {
+Status Session::ship_and_resolve(const ModuleShipReq& q, bool by_name, ModuleSlotsRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   Status s;
   Image image = receive_image(q.hash, q.image_size, s);
@@ -144,7 +144,15 @@ Status Session::on(ModuleShipMsg, const ModuleShipReq& q, ModuleRep& rep) {
     if (config_.module_cache) config_.module_cache->put(q.hash, *image, /*hash_checked=*/true);
     if (Status k = keep_image(q.hash, image); !k.ok()) return k;
   }
-  return resolve_module(q.device, q.hash, image, q.functions, q.variables, rep);
+  return resolve_module(q.device, q.hash, image, q.functions, q.variables, by_name, rep);
+}
+
+Status Session::on(ModuleResolveMsg, const ModuleResolveReq& q, ModuleSlotsRep& rep) {
+  return find_and_resolve(q, true, rep);
+}
+
+Status Session::on(ModuleShipMsg, const ModuleShipReq& q, ModuleSlotsRep& rep) {
+  return ship_and_resolve(q, true, rep);
 }
 
 // ModuleLookup and ModuleLoad (clients before lazy modules): every name, at its position.
@@ -156,18 +164,27 @@ void indexed(const std::vector<std::string>& functions, const std::vector<VarNam
   for (size_t i = 0; i < variables.size(); ++i)
     v.push_back(NameAt{static_cast<uint32_t>(i), variables[i].name, variables[i].size});
 }
+
+Status legacy_reply(Status s, ModuleSlotsRep& from, ModuleRep& rep) {
+  rep.module = from.module;
+  rep.kernels = std::move(from.kernels);
+  rep.variables = std::move(from.variables);
+  return s;
+}
 }  // namespace
 
 Status Session::on(ModuleLookupMsg, const ModuleLookupReq& q, ModuleRep& rep) {
   ModuleResolveReq r{q.device, q.hash, {}, {}};
   indexed(q.functions, q.variables, r.functions, r.variables);
-  return on(ModuleResolveMsg{}, r, rep);
+  ModuleSlotsRep slots;
+  return legacy_reply(find_and_resolve(r, false, slots), slots, rep);
 }
 
 Status Session::on(ModuleLoadMsg, const ModuleLoadReq& q, ModuleRep& rep) {
   ModuleShipReq r{q.device, q.hash, q.image_size, {}, {}};
   indexed(q.functions, q.variables, r.functions, r.variables);
-  return on(ModuleShipMsg{}, r, rep);
+  ModuleSlotsRep slots;
+  return legacy_reply(ship_and_resolve(r, false, slots), slots, rep);
 }
 
 Status Session::keep_image(const Hash& hash, const Image& image) {
@@ -299,7 +316,8 @@ Status Session::load_module(uint32_t dev, const Hash& hash, const Image& image) 
 
 Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& image,
                                const std::vector<NameAt>& functions,
-                               const std::vector<NameAt>& variables, ModuleRep& rep) {
+                               const std::vector<NameAt>& variables, bool by_name,
+                               ModuleSlotsRep& rep) {
   const int d = static_cast<int>(dev);
   for (const std::vector<NameAt>* names : {&functions, &variables})
     for (const NameAt& n : *names)
@@ -310,12 +328,28 @@ Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& imag
   Module& m = modules_[dev][it->second];
   rep.module = it->second;
   for (const NameAt& f : functions) {
-    if (f.index >= m.kernels.size()) {
-      m.kernels.resize(f.index + 1, 0);
-      m.layouts.resize(f.index + 1);
+    uint32_t at = f.index;
+    if (by_name) {
+      auto [slot, added] = m.slots.emplace(f.name, static_cast<uint32_t>(m.slots.size()));
+      if (added && slot->second >= kMaxModuleNames) {
+        m.slots.erase(slot);
+        return Status::fail(err::InvalidValue, "too many functions asked for in one module");
+      }
+      at = slot->second;
     }
-    m.kernels[f.index] = 0;
+    if (at >= m.kernels.size()) {
+      m.kernels.resize(at + 1, 0);
+      m.layouts.resize(at + 1);
+    }
+    rep.slots.push_back(at);
     KernelDesc desc;
+    if (by_name && m.kernels[at]) {  // resolved before, for this or another client module
+      desc.found = true;
+      for (auto& p : m.layouts[at].params) desc.params.push_back({p.offset, p.size});
+      rep.kernels.push_back(std::move(desc));
+      continue;
+    }
+    m.kernels[at] = 0;
     uint64_t k = 0;
     std::optional<fatbin::KernelLayout> driver;
     if (exec_.kernel_get(d, m.handle, f.name, k, driver).ok()) {
@@ -326,10 +360,10 @@ Status Session::resolve_module(uint32_t dev, const Hash& hash, const Image& imag
                                 " differs: the fat binary says " + describe_layout(parsed->second) +
                                 ", the driver says " + describe_layout(*driver));
       if (driver || parsed != m.info.kernels.end()) {
-        m.kernels[f.index] = k;
-        m.layouts[f.index] = driver ? *driver : parsed->second;
+        m.kernels[at] = k;
+        m.layouts[at] = driver ? *driver : parsed->second;
         desc.found = true;
-        for (auto& p : m.layouts[f.index].params) desc.params.push_back({p.offset, p.size});
+        for (auto& p : m.layouts[at].params) desc.params.push_back({p.offset, p.size});
       }
     }
     rep.kernels.push_back(std::move(desc));

@@ -179,11 +179,18 @@ class Session {
   // Receives an image of `size` bytes from the request's payload and checks it against `hash`;
   // it is kept by the session, and reaches the module cache once it loaded (resolve_module).
   Image receive_image(const proto::Hash& hash, uint64_t size, Status& s);
-  // Loads the image on GPU `dev` at its first use there, then resolves the names asked for, each
-  // at the client's index for it.
+  // Loads the image on GPU `dev` at its first use there, then resolves the names asked for: each
+  // function at the module's index for its name (`by_name`), or at the client's own index (a
+  // client from before lazy modules).
+  // ModuleResolve / ModuleShip, numbering functions by name or (ModuleLookup / ModuleLoad) at
+  // the client's positions.
+  Status find_and_resolve(const proto::ModuleResolveReq& q, bool by_name,
+                          proto::ModuleSlotsRep& rep);
+  Status ship_and_resolve(const proto::ModuleShipReq& q, bool by_name, proto::ModuleSlotsRep& rep);
   Status resolve_module(uint32_t dev, const proto::Hash& hash, const Image& image,
                         const std::vector<proto::NameAt>& functions,
-                        const std::vector<proto::NameAt>& variables, proto::ModuleRep& rep);
+                        const std::vector<proto::NameAt>& variables, bool by_name,
+                        proto::ModuleSlotsRep& rep);
   Status find_kernel(const proto::FuncReq& f, uint64_t& kernel) const;
   // What a launch names, resolved and checked (kernel, argument layout, stream, dimensions).
   struct LaunchTarget {
@@ -326,8 +333,12 @@ class Session {
     uint64_t handle = 0;
     fatbin::ModuleInfo info;
     uint64_t code_bytes = 0, global_bytes = 0;  // charged to quota_ (Hold::ModuleCode, ...Globals)
-    std::vector<uint64_t> kernels;  // backend handles, by the client's function index (0: missing)
+    // Backend handles by the function's index in the module (0: missing).  Indices are the
+    // server's, by name (ModuleSlotsRep::slots); for a client from before lazy modules, its
+    // own positions (ModuleLookup/ModuleLoad, every name each time).
+    std::vector<uint64_t> kernels;
     std::vector<fatbin::KernelLayout> layouts;
+    std::map<std::string, uint32_t> slots;  // function name -> index (by-name numbering)
   };
   std::vector<std::vector<Module>> modules_;                 // per GPU, by module id
   std::vector<std::map<proto::Hash, uint32_t>> module_ids_;  // per GPU

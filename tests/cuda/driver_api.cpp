@@ -407,6 +407,39 @@ int main() {
   check_module("ptx", m, false);
   EXPECT_OK(cuModuleUnload(m));
 
+  // The same image loaded twice, each module asked for its functions in another order: each
+  // function runs itself (through rgpu both modules share one server module, numbered by name).
+  {
+    CUmodule a = nullptr, b = nullptr;
+    EXPECT_OK(cuModuleLoadData(&a, lib_fatbin));
+    EXPECT_OK(cuModuleLoadData(&b, lib_fatbin));
+    CUfunction scale = nullptr, add = nullptr;
+    EXPECT_OK(cuModuleGetFunction(&scale, a, "lib_scale"));
+    EXPECT_OK(cuModuleGetFunction(&add, b, "lib_add"));
+    CUdeviceptr xs = 0, xi = 0;
+    EXPECT_OK(cuMemAlloc(&xs, 64 * sizeof(float)));
+    EXPECT_OK(cuMemAlloc(&xi, 64 * sizeof(int)));
+    std::vector<float> hs(64, 3.0f);
+    std::vector<int> hi(64, 5);
+    cuMemcpyHtoD(xs, hs.data(), 64 * sizeof(float));
+    cuMemcpyHtoD(xi, hi.data(), 64 * sizeof(int));
+    float f = 2.0f;
+    int v = 10, n = 64;
+    void* add_args[] = {&xi, &v, &n};
+    void* scale_args[] = {&xs, &f, &n};
+    EXPECT_OK(cuLaunchKernel(add, 1, 1, 1, 64, 1, 1, 0, nullptr, add_args, nullptr));
+    EXPECT_OK(cuLaunchKernel(scale, 1, 1, 1, 64, 1, 1, 0, nullptr, scale_args, nullptr));
+    EXPECT_OK(cuCtxSynchronize());
+    cuMemcpyDtoH(hs.data(), xs, 64 * sizeof(float));
+    cuMemcpyDtoH(hi.data(), xi, 64 * sizeof(int));
+    EXPECT_TRUE(hs[0] == 6.0f && hs[63] == 6.0f && hi[0] == 15 && hi[63] == 15,
+                "one image loaded twice: each module's functions run themselves");
+    cuMemFree(xs);
+    cuMemFree(xi);
+    EXPECT_OK(cuModuleUnload(a));
+    EXPECT_OK(cuModuleUnload(b));
+  }
+
   CUlibrary lib = nullptr;
   EXPECT_OK(cuLibraryLoadData(&lib, lib_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0));
   CUkernel k = nullptr;
