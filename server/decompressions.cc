@@ -75,10 +75,9 @@ int DecompressionSlots::acquire(pid_t pid, uint32_t user, int per_user, int wait
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(0, wait_ms));
   const bool shares = user && per_user > 0;
-  bool by_user = false;
+  bool by_user = false;  // the user's share stood in the way at some point of the wait
   for (;;) {
     const uint32_t seen = released_.load();
-    by_user = false;
     if (shares && held_by(user) >= per_user) {
       by_user = true;
     } else if (int slot = try_take(holder(pid, user)); slot >= 0) {

@@ -29,7 +29,7 @@ class DecompressionSlots {
   int slots() const { return count_; }
   // Takes a slot for `pid` of `user` (0: none), of which `user` may hold at most `per_user` (0:
   // no limit but the total), waiting at most `wait_ms` for one to come free; -1 when none did,
-  // -2 when slots were free but `user` held its share until the deadline.
+  // -2 when `user` holding its share stood in the way during the wait.
   int acquire(pid_t pid, uint32_t user, int per_user, int wait_ms);
   void release(int slot, pid_t pid);
   // In the daemon, once a session process ended: frees whatever slot it still held.

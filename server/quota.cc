@@ -44,7 +44,7 @@ backend::Status MemoryQuota::charge(Hold why, uint32_t dev, uint64_t bytes,
           code, action + " would exceed rgpud's per-user device memory limit of " +
                     std::to_string(user_.limit) + " bytes (--mem-limit-per-user; the user's " +
                     std::to_string(sessions) + " sessions hold " + std::to_string(user_held) +
-                    " bytes, this one " + std::to_string(total_) + holdings() + ")");
+                    " bytes, this one " + std::to_string(total_) + " bytes" + holdings() + ")");
   }
   total_ += bytes;
   held_[{why, dev}] += bytes;

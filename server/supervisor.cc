@@ -137,9 +137,11 @@ std::string Supervisor::enter(Child& c, const std::string& identity) {
   if (added) at->second = static_cast<uint32_t>(user_numbers_.size());
   ipc_.set_user(c.pid, at->second);
   if (!users_ || users_->enter(c.pid, at->second)) return "";
-  if (!cfg_.mem_limit_per_user) return "";  // nothing to account for without the entry
+  // Without its entry a session would escape its user's limits: its memory and its share of the
+  // decompression slots (the session learns its user's number from the entry).
+  if (!cfg_.mem_limit_per_user && !cfg_.max_decompressions_per_user) return "";
   return "rgpud's table of per-user accounts is full (" + std::to_string(UserAccounts::kEntries) +
-         " sessions; --mem-limit-per-user)";
+         " sessions; --mem-limit-per-user, --max-decompressions-per-user)";
 }
 
 void Supervisor::serve_controls(const std::vector<pollfd>& fds, size_t first) {

@@ -63,7 +63,8 @@ uint64_t UserAccounts::held(uint32_t user, int* sessions) const {
   if (user)
     for (const Entry& e : entries_)
       if (e.user.load() == user) {
-        sum += e.bytes.load();
+        const uint64_t b = e.bytes.load();
+        sum = sum + b < sum ? UINT64_MAX : sum + b;  // saturates: a wrapped sum would fit
         ++n;
       }
   if (sessions) *sessions = n;
@@ -74,6 +75,10 @@ bool UserAccounts::charge(int entry, uint64_t bytes, uint64_t limit, uint64_t& h
                           int& sessions) {
   if (entry < 0 || entry >= kEntries) return true;
   Entry& e = entries_[entry];
+  if (limit && bytes > limit) {  // before adding: a huge request must not wrap the entry
+    held_now = held(e.user.load(), &sessions);
+    return false;
+  }
   e.bytes.fetch_add(bytes);  // seq_cst: a concurrent charge of the same user sees it, or we see it
   if (!limit) return true;
   const uint64_t sum = held(e.user.load(), &sessions);
