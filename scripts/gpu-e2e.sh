@@ -290,10 +290,9 @@ for pl in "${loop_progs[@]}"; do
   tn=$(per_it "$out/$name.native.out"); tt=$(per_it "$out/$name.tcp.out"); ts=$(per_it "$out/$name.shm.out")
   loops+=("$(awk -v n="$tn" -v t="$tt" -v s="$ts" -v name="$name" -v rt="$(rtt_per "$out/$name.tcp.err" "$2")" \
     -v rs="$(rtt_per "$out/$name.shm.err" "$2")" -v nrc=$nrc -v rrc=$rrc -v src=$src 'BEGIN{
-      rt_ = (n > 0) ? t / n : 0; rs_ = (n > 0) ? s / n : 0
       printf "%-14s native %s us, tcp %s us (%.2fx, target <= 3: %s), shm %s us (%.2fx, target <= 1.5: %s); round trips/iteration tcp %s shm %s (rc %d/%d/%d)",
-        name, n, t, rt_, ((n > 0 && rt_ <= 3) ? "met" : "MISSED"), s, rs_,
-        ((n > 0 && rs_ <= 1.5) ? "met" : "MISSED"), rt, rs, nrc, rrc, src}')")
+        name, n, t, n > 0 ? t / n : 0, (n > 0 && t / n <= 3) ? "met" : "MISSED", s, n > 0 ? s / n : 0,
+        (n > 0 && s / n <= 1.5) ? "met" : "MISSED", rt, rs, nrc, rrc, src}')")
 done
 
 echo "== rgpu bench"
