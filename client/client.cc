@@ -44,7 +44,6 @@ Client::Client(bool configured)
   Config cfg;
   if (configured) cfg = load_config();
   eager_bytes_ = cfg.eager_bytes;
-  small_ = std::make_unique<SmallAllocations>(cfg.small_alloc_max);
   std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;
   for (const DeviceSpec& d : cfg.devices) {
     Virtual v;
@@ -178,7 +177,6 @@ CudaError Client::reset(int dev) {
   vmm_forget_device(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
-  small_->forget_device(dev);
   e = l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
   // Again once the server has reset: a resolution another thread had in flight may have been
   // answered before the reset and kept since (client/module_loading.cc drops it on the epoch).
@@ -206,7 +204,6 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
   ServerLink* l = link(dev, &e);
   if (!l) return e;
   if (e = name_window(dev, l); e != err::Success) return e;
-  if (small_->serves(size) && small_chunk(dev, l, size, ptr)) return err::Success;
   const DeviceSpec& spec = devices_[dev].spec;
   MallocRep rep;
   e = l->call<MallocMsg>(MallocReq{spec.gpu, size, spec.window_base}, &rep);
@@ -217,45 +214,6 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
   }
   *ptr = reinterpret_cast<void*>(rep.ptr);
   return err::Success;
-}
-
-bool Client::small_chunk(int dev, ServerLink* l, size_t size, void** ptr) {
-  if (!l->knows(MsgId::DeviceQuiesce)) return false;  // an older server: no reclaims
-  const DeviceSpec& spec = devices_[dev].spec;
-  bool reclaimable = false;
-  uint64_t p = small_->take(dev, size, &reclaimable);
-  if (!p && reclaimable) {  // chunks wait for the GPU to be past the work before their frees
-    const uint64_t ticket = small_->begin_reclaim(dev);
-    if (l->call<DeviceQuiesceMsg>(DeviceReq{spec.gpu}) == err::Success)
-      small_->finish_reclaim(dev, ticket);
-    p = small_->take(dev, size, nullptr);
-  }
-  if (!p) {
-    const uint64_t slab = SmallAllocations::kSlabBytes;
-    MallocRep rep;
-    if (l->call<MallocMsg>(MallocReq{spec.gpu, slab, spec.window_base}, &rep) != err::Success)
-      return false;  // (a limit, or the GPU is full): the allocation itself may still fit
-    const bool inside = rep.ptr >= spec.window_base &&
-                        rep.ptr - spec.window_base < spec.window_size &&
-                        slab <= spec.window_size - (rep.ptr - spec.window_base);
-    if (!inside) {
-      LOG_ERROR(
-          "device %d ('%s'): the server placed a slab at 0x%llx, outside the device's "
-          "address window; refused",
-          dev, spec.text.c_str(), static_cast<unsigned long long>(rep.ptr));
-      l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
-      return false;
-    }
-    p = small_->add_slab(dev, rep.ptr, size);
-  }
-  if (!adopt_allocation(dev, p, size, "a small allocation")) {
-    uint64_t slab = 0;
-    small_->release(p, &slab);
-    if (slab) l->call<FreeMsg>(FreeReq{spec.gpu, slab});
-    return false;
-  }
-  *ptr = reinterpret_cast<void*>(p);
-  return true;
 }
 
 bool Client::adopt_allocation(int dev, uint64_t ptr, size_t size, const char* what) {
@@ -292,15 +250,7 @@ CudaError Client::free(void* ptr) {
   CudaError e;
   ServerLink* l = link(r->device, &e);
   if (!l) return e;
-  uint64_t free_ptr = r->base, slab = 0;
-  bool exported = false;
-  if (small_->release(r->base, &slab, &exported)) {  // a chunk: no message unless...
-    const uint32_t gpu = devices_[r->device].spec.gpu;
-    if (exported) l->call<IpcRevokeRangeMsg>(IpcRevokeRangeReq{gpu, r->base});  // its handle
-    if (!slab) return settled;
-    free_ptr = slab;  // ... its slab goes back
-  }
-  e = l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, free_ptr});
+  e = l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, r->base});
   return e == err::Success ? settled : e;
 }
 

@@ -25,7 +25,6 @@
 #include "client/managed_pages.h"
 #include "client/modules.h"
 #include "client/server_link.h"
-#include "client/small_allocs.h"
 #include "common/cuda_errors.h"
 
 namespace rgpu::transport {
@@ -772,10 +771,6 @@ class Client {
   void event_link_lost(ServerLink* l, const std::string& why);
   std::mutex info_mu_;
   AddressMap map_;
-  std::unique_ptr<SmallAllocations> small_;  // small cudaMalloc from slabs (client/small_allocs.h)
-  // A chunk for a small allocation (a reclaim or a new slab when none is free); false when none
-  // could be had (the caller asks the server for the allocation itself).
-  bool small_chunk(int dev, ServerLink* l, size_t size, void** ptr);
   ModuleStore modules_;
   ContextTable contexts_;
   std::unique_ptr<std::atomic<bool>[]> runtime_retained_;  // the runtime's primary reference

@@ -112,11 +112,6 @@ using DeviceSynchronizeReq = DeviceReq;
 using DeviceSynchronizeRep = Empty;
 using DeviceResetReq = DeviceReq;
 using DeviceResetRep = Empty;
-// Waits until the device is past the work issued before it, reporting none of that work's errors
-// (the program's own synchronizations do): the client's small allocations hand out chunks freed
-// before it again (client/small_allocs.h).
-using DeviceQuiesceReq = DeviceReq;
-using DeviceQuiesceRep = Empty;
 using MemGetInfoReq = DeviceReq;
 struct MemGetInfoRep {
   uint64_t free = 0;

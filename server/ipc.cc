@@ -33,52 +33,18 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 Status Session::on(IpcGetMemHandleMsg, const IpcGetMemHandleReq& q, IpcGetMemHandleRep& rep) {
-  return export_memory(q.device, q.ptr, 0, rep);
-}
-
-Status Session::on(IpcGetRangeHandleMsg, const IpcGetRangeHandleReq& q, IpcGetMemHandleRep& rep) {
-  if (q.size == 0) return Status::fail(err::InvalidValue, "an IPC handle of an empty range");
-  return export_memory(q.device, q.ptr, q.size, rep);
-}
-
-Status Session::on(IpcRevokeRangeMsg, const IpcRevokeRangeReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
-  revoke_ipc_export(q.device, q.ptr);
-  return Status::success();
-}
-
-void Session::revoke_ipc_exports_in(uint32_t dev, uint64_t start, uint64_t size) {
-  auto it = ipc_tokens_.lower_bound({dev, start});
-  while (it != ipc_tokens_.end() && it->first.first == dev && it->first.second - start < size) {
-    auto next = std::next(it);
-    revoke_ipc_export(dev, it->first.second);
-    it = next;
-  }
-}
-
-Status Session::export_memory(uint32_t device, uint64_t ptr, uint64_t range,
-                              IpcGetMemHandleRep& rep) {
-  if (Status s = check_device(device); !s.ok()) return s;
   if (config_.control < 0)
     return Status::fail(err::NotSupported,
                         "CUDA IPC needs rgpud's session processes (this server has no daemon)");
-  // A handle names the allocation that holds the pointer, as CUDA's do (or the range asked for,
-  // inside one allocation).
+  // A handle names the allocation that holds the pointer, as CUDA's do.
   uint64_t start = 0, size = 0;
-  if (!allocs_[device].range_at(ptr, start, size))
-    return Status::fail(err::InvalidValue, "cudaIpcGetMemHandle of " + hex(ptr) +
-                                               ", which is not device memory " +
-                                               "of this session on GPU " + std::to_string(device));
-  const uint64_t alloc_start = start;
-  if (range) {
-    if (range > size - (ptr - start))
-      return Status::fail(err::InvalidValue, "an IPC handle of a range past its allocation");
-    start = ptr;
-    size = range;
-  }
+  if (!allocs_[q.device].range_at(q.ptr, start, size))
+    return Status::fail(err::InvalidValue,
+                        "cudaIpcGetMemHandle of " + hex(q.ptr) + ", which is not device memory " +
+                            "of this session on GPU " + std::to_string(q.device));
   rep.offset = 0;
-  const auto key = std::make_pair(device, start);
-  const IpcGetMemHandleReq q{device, ptr};
+  const auto key = std::make_pair(q.device, start);
   if (auto it = ipc_tokens_.find(key); it != ipc_tokens_.end()) {
     rep.token = it->second;  // exported before: the same handle
     return Status::success();
@@ -86,8 +52,7 @@ Status Session::export_memory(uint32_t device, uint64_t ptr, uint64_t range,
   int fd = -1;
   uint64_t base = 0, span = 0;
   uint32_t kind = 0;
-  if (Status s =
-          exec_.ipc_mem_export(static_cast<int>(q.device), alloc_start, fd, base, span, kind);
+  if (Status s = exec_.ipc_mem_export(static_cast<int>(q.device), start, fd, base, span, kind);
       !s.ok())
     return s;
   if (start < base || size > span || start - base > span - size) {
@@ -111,7 +76,7 @@ Status Session::export_memory(uint32_t device, uint64_t ptr, uint64_t range,
   {
     std::lock_guard<std::timed_mutex> lock(heap_mu_);
     uint64_t mapping = 0, length = 0;
-    s = windows_.share(q.device, alloc_start, mapping, length);
+    s = windows_.share(q.device, start, mapping, length);
   }
   if (!s.ok()) {
     ipc_revoke(config_.control, token);

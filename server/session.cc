@@ -517,21 +517,6 @@ Status Session::on(DeviceSynchronizeMsg, const DeviceReq& q, Empty&) {
   return Status::success();
 }
 
-// As DeviceSynchronize, but the work's errors stay for the program's own synchronizations to
-// report (a sticky one stays in the context).
-Status Session::on(DeviceQuiesceMsg, const DeviceReq& q, Empty&) {
-  if (Status s = check_device(q.device); !s.ok()) return s;
-  const int dev = static_cast<int>(q.device);
-  const uint32_t device = q.device;
-  defer(
-      [this, dev](bool&) {
-        (void)exec_.synchronize(dev);
-        return Status::success();
-      },
-      device_idle(device), [this, device] { return device_idle(device); });
-  return Status::success();
-}
-
 bool Session::poll_ready(const std::function<bool()>& ready) {
   bool got = false;
   spin_until(
@@ -631,8 +616,7 @@ Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   uint64_t size = 0;
   allocs_[q.device].remove(q.ptr, &size);  // later requests may not use it
   quota_.release(Hold::Malloc, q.device, size);
-  revoke_ipc_export(q.device, q.ptr);            // nor may a handle of it open anything any more
-  revoke_ipc_exports_in(q.device, q.ptr, size);  // nor a handle of a part (small allocations)
+  revoke_ipc_export(q.device, q.ptr);  // nor may a handle of it open anything any more
   defer_free(static_cast<int>(q.device), q.ptr, current_->header);
   return Status::success();
 }

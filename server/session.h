@@ -451,11 +451,6 @@ class Session {
   // Withdraws the export of the allocation starting at `ptr` (it is being freed); false when it
   // was never exported.
   bool revoke_ipc_export(uint32_t dev, uint64_t ptr);
-  // Withdraws the handles of ranges in [start, start + size) (a slab of small allocations goes).
-  void revoke_ipc_exports_in(uint32_t dev, uint64_t start, uint64_t size);
-  // IpcGetMemHandle (range 0: the allocation holding ptr) and IpcGetRangeHandle.
-  Status export_memory(uint32_t device, uint64_t ptr, uint64_t range,
-                       proto::IpcGetMemHandleRep& rep);
   void revoke_ipc_exports(uint32_t dev);  // cudaDeviceReset (memory and events)
   void revoke_ipc_event(uint64_t id);     // the event with the client's id `id` is destroyed
   // Exports by (GPU, allocation start): the token.

@@ -195,15 +195,8 @@ int bounds_export(size_t bytes, const std::string& dir) {
   EXPECT_OK(cudaMemset(z, 0xcc, bytes));
   EXPECT_OK(cudaDeviceSynchronize());
   const auto uz = reinterpret_cast<uintptr_t>(z);
-  // A small buffer is a chunk of the client's slab (client/small_allocs.h), exported alone: the
-  // importer reaches that range only (bounds-import checks z), so z may share the slab but not
-  // the range.  The server's own allocations never lie in an exported mapping.
-  if (bytes <= (64u << 10))
-    EXPECT_TRUE(uz + bytes <= ua || uz >= ua + bytes,
-                "a buffer allocated after the export lies outside the exported buffer");
-  else
-    EXPECT_TRUE(uz + bytes <= lo || uz >= hi,
-                "a buffer allocated after the export lies outside the exported mapping");
+  EXPECT_TRUE(uz + bytes <= lo || uz >= hi,
+              "a buffer allocated after the export lies outside the exported mapping");
   printf("handle %s %lld %lld %lld\n", to_hex(h).c_str(),
          static_cast<long long>(ua - reinterpret_cast<uintptr_t>(x)),
          static_cast<long long>(reinterpret_cast<uintptr_t>(y) - ua),
