@@ -20,8 +20,8 @@ std::vector<uint8_t> Channel::encode_head(uint16_t type, uint16_t flags, uint64_
   return out;
 }
 
-void Channel::send(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
-                   const iovec* payload, int n_payload, std::optional<int32_t> trailer) {
+uint64_t Channel::send(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
+                       const iovec* payload, int n_payload, std::optional<int32_t> trailer) {
   uint64_t payload_len = 0;
   for (int i = 0; i < n_payload; ++i) payload_len += payload[i].iov_len;
   FrameHeader h{type, flags, static_cast<uint32_t>(body.size()), id, payload_len};
@@ -46,6 +46,7 @@ void Channel::send(uint16_t type, uint16_t flags, uint64_t id, const std::vector
   }
   std::lock_guard<std::mutex> lock(send_mu_);
   conn_.send_all(v, n);
+  return sent_.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 
 void Channel::send_encoded(const std::vector<uint8_t>& head, const iovec* payload, int n_payload,
@@ -62,6 +63,7 @@ void Channel::send_encoded(const std::vector<uint8_t>& head, const iovec* payloa
   }
   std::lock_guard<std::mutex> lock(send_mu_);
   conn_.send_all(v.data(), static_cast<int>(v.size()));
+  sent_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool Channel::read_frame(FrameHeader& h, std::vector<uint8_t>& body, Wait wait) {

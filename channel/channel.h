@@ -48,15 +48,18 @@ class Channel {
                                           const std::vector<uint8_t>& body,
                                           uint64_t payload_len = 0);
   // Sends one whole frame: header and body, `payload` pieces, then the trailing status when set
-  // (and then the header must carry kFlagTrailer).  Throws TransportError.
-  void send(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
-            const iovec* payload = nullptr, int n_payload = 0,
-            std::optional<int32_t> trailer = std::nullopt);
+  // (and then the header must carry kFlagTrailer).  Throws TransportError.  Returns the frame's
+  // place among the frames this channel sent (1, 2, ...).
+  uint64_t send(uint16_t type, uint16_t flags, uint64_t id, const std::vector<uint8_t>& body,
+                const iovec* payload = nullptr, int n_payload = 0,
+                std::optional<int32_t> trailer = std::nullopt);
   // The same with the head already encoded (encode_head), e.g. by a queue of outgoing frames.
   void send_encoded(const std::vector<uint8_t>& head, const iovec* payload, int n_payload,
                     std::optional<int32_t> trailer);
   // A fresh request id on this channel (increasing, never 0).
   uint64_t next_request_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  // How many frames were sent whole so far (a frame's place is fixed under the send lock).
+  uint64_t frames_sent() const { return sent_.load(std::memory_order_acquire); }
 
   // ---- receiving (one thread)
   // How read_frame waits for a header.
@@ -83,6 +86,7 @@ class Channel {
   transport::Connection& conn_;
   std::mutex send_mu_;
   std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> sent_{0};  // frames sent (send_mu_ orders them)
   KnownSet peer_known_;
 };
 

@@ -105,6 +105,12 @@ bool AddressMap::add_device(const DeviceRange& r) {
   return true;
 }
 
+bool AddressMap::overlaps_known(uint64_t p, uint64_t n) const {
+  std::shared_lock lock(mu_);
+  if (p > UINT64_MAX - n) return true;
+  return overlaps(device_, p, n) || overlaps(host_, p, n);
+}
+
 std::optional<DeviceRange> AddressMap::remove_device(uint64_t base) {
   std::unique_lock lock(mu_);
   auto it = device_.find(base);

@@ -48,6 +48,9 @@ class AddressMap {
   // False (nothing added) when the range is empty or overlaps a device or page-locked host range.
   bool add_device(const DeviceRange& r);
   std::optional<DeviceRange> remove_device(uint64_t base);
+  // Whether [p, p + n) overlaps a device or page-locked host range (a slab the server placed
+  // for small allocations must not).
+  bool overlaps_known(uint64_t p, uint64_t n) const;
   // The allocation containing p, if any.
   std::optional<DeviceRange> find_device(uint64_t p) const;
   // True when [p, p+n) lies in one allocation of `device` (any device when device < 0), or in

@@ -44,6 +44,7 @@ Client::Client(bool configured)
   Config cfg;
   if (configured) cfg = load_config();
   eager_bytes_ = cfg.eager_bytes;
+  small_ = std::make_unique<SmallAllocations>(cfg.small_alloc_max);
   std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;
   for (const DeviceSpec& d : cfg.devices) {
     Virtual v;
@@ -163,6 +164,10 @@ CudaError Client::driver_version(int dev, int* version) {
 CudaError Client::synchronize(int dev) {
   const uint64_t owed = owed_mark();
   CudaError e = forward<DeviceSynchronizeMsg>(dev, {});
+  CudaError le;
+  if (e == err::Success)
+    if (ServerLink* l = link_only(dev, &le))
+      l->note_idle(devices_[dev].spec.gpu, ServerLink::kAllStreams);
   if (e == err::Success) managed_synchronized(dev);
   if (e == err::Success) owed_settled_by(dev, owed);  // copies to `dev` between servers are over
   return e;
@@ -177,7 +182,13 @@ CudaError Client::reset(int dev) {
   vmm_forget_device(dev);
   for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
   modules_.forget_device(dev);
+  // The server frees every allocation of the GPU, in every window: the slabs of each virtual
+  // device naming it go too.
+  for (size_t d = 0; d < devices_.size(); ++d)
+    if (devices_[d].link == l && devices_[d].spec.gpu == devices_[dev].spec.gpu)
+      small_->forget_device(static_cast<int>(d));
   e = l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
+  if (e == err::Success) l->clear_sticky();  // the server's session is clean again
   // Again once the server has reset: a resolution another thread had in flight may have been
   // answered before the reset and kept since (client/module_loading.cc drops it on the epoch).
   modules_.forget_device(dev);
@@ -204,16 +215,74 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
   ServerLink* l = link(dev, &e);
   if (!l) return e;
   if (e = name_window(dev, l); e != err::Success) return e;
+  if (small_->serves(size) && small_chunk(dev, l, size, ptr, &e)) return e;
   const DeviceSpec& spec = devices_[dev].spec;
   MallocRep rep;
   e = l->call<MallocMsg>(MallocReq{spec.gpu, size, spec.window_base}, &rep);
-  if (e != err::Success) return e;
+  if (e != err::Success) {
+    if (rep.ptr) l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});  // (an earlier failure came back)
+    return e;
+  }
   if (!adopt_allocation(dev, rep.ptr, size, "an allocation")) {
     l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
     return err::MemoryAllocation;
   }
   *ptr = reinterpret_cast<void*>(rep.ptr);
   return err::Success;
+}
+
+bool Client::small_chunk(int dev, ServerLink* l, size_t size, void** ptr, CudaError* e) {
+  if (!l->knows(MsgId::SmallReclaim)) return false;  // an older server: no reclaims
+  // An error the link holds goes to the program through the server's own allocation (as CUDA's
+  // cudaMalloc returns a sticky error).
+  if (!l->clean()) return false;
+  const DeviceSpec& spec = devices_[dev].spec;
+  bool reclaimable = false;
+  uint64_t p = small_->take(dev, size, &reclaimable);
+  if (!p && reclaimable) {  // chunks wait for the GPU to be past the work before their frees
+    SmallReclaimRep rep;
+    const uint64_t epoch = small_->begin_reclaim(dev);
+    *e = l->call<SmallReclaimMsg>(SmallReclaimReq{spec.gpu, spec.window_base, epoch}, &rep);
+    if (*e != err::Success) return true;  // (an earlier failure, reported here as CUDA would)
+    small_->finish_reclaim(dev, rep.complete);
+    p = small_->take(dev, size, nullptr);
+  }
+  if (!p) {  // none is free now: a new slab (never a wait for the GPU)
+    if (small_->slabs_refused(dev)) return false;  // the server's own allocation may still fit
+    const uint64_t slab = SmallAllocations::kSlabBytes;
+    MallocRep rep;
+    const CudaError me = l->call<MallocMsg>(MallocReq{spec.gpu, slab, spec.window_base}, &rep);
+    const bool inside = rep.ptr >= spec.window_base &&
+                        rep.ptr - spec.window_base < spec.window_size &&
+                        slab <= spec.window_size - (rep.ptr - spec.window_base);
+    if (me != err::Success || !inside || map_.overlaps_known(rep.ptr, slab)) {
+      if (rep.ptr) {  // allocated (an earlier failure came with the reply) or misplaced
+        if (me == err::Success)
+          LOG_ERROR(
+              "device %d ('%s'): the server placed a slab at 0x%llx, outside the device's "
+              "address window or over memory this process knows; refused",
+              dev, spec.text.c_str(), static_cast<unsigned long long>(rep.ptr));
+        l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
+      }
+      if (me == err::MemoryAllocation) {  // (a limit, or the GPU is full): until memory is freed,
+        small_->refuse_slabs(dev);        // allocations ask the server (one round trip each)
+        return false;
+      }
+      *e = me != err::Success ? me : err::MemoryAllocation;
+      return true;
+    }
+    p = small_->add_slab(dev, rep.ptr, size);
+  }
+  if (!adopt_allocation(dev, p, size, "a small allocation")) {
+    uint64_t slab = 0;
+    small_->release(p, &slab);
+    if (slab) l->call<FreeMsg>(FreeReq{spec.gpu, slab});
+    *e = err::MemoryAllocation;
+    return true;
+  }
+  *ptr = reinterpret_cast<void*>(p);
+  *e = err::Success;
+  return true;
 }
 
 bool Client::adopt_allocation(int dev, uint64_t ptr, size_t size, const char* what) {
@@ -250,7 +319,22 @@ CudaError Client::free(void* ptr) {
   CudaError e;
   ServerLink* l = link(r->device, &e);
   if (!l) return e;
-  e = l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, r->base});
+  uint64_t free_ptr = r->base, slab = 0;
+  bool exported = false;
+  if (small_->release(r->base, &slab, &exported)) {  // a chunk: no message unless...
+    const uint32_t gpu = devices_[r->device].spec.gpu;
+    if (exported) l->call<IpcRevokeRangeMsg>(IpcRevokeRangeReq{gpu, r->base});  // its handle
+    if (!slab) {
+      // As CUDA's cudaFree returns an earlier asynchronous or a sticky error.
+      const CudaError held = l->clean() ? err::Success : l->error_to_report();
+      return held != err::Success ? held : settled;
+    }
+    free_ptr = slab;  // ... its slab goes back
+  } else if (small_->slab_of(r->base, &slab)) {
+    return err::InvalidValue;  // inside a slab but no chunk in use (never the whole slab)
+  }
+  small_->allow_slabs(r->device);  // memory goes back: a slab may fit again
+  e = l->call<FreeMsg>(FreeReq{devices_[r->device].spec.gpu, free_ptr});
   return e == err::Success ? settled : e;
 }
 
@@ -456,8 +540,10 @@ CudaError Client::memcpy2d(void* dst, size_t dpitch, const void* src, size_t spi
       const uint32_t gpu = devices_[sdev].spec.gpu;
       if (height == 1) {
         iovec v{dst, width};
-        return l->call<MemcpyDtoHMsg>(MemcpyDtoHReq{gpu, u64(src), width}, nullptr, nullptr, 0, &v,
-                                      1);
+        CudaError ce =
+            l->call<MemcpyDtoHMsg>(MemcpyDtoHReq{gpu, u64(src), width}, nullptr, nullptr, 0, &v, 1);
+        if (ce == err::Success) l->note_idle(gpu, 0);  // after the legacy stream's work
+        return ce;
       }
       std::vector<iovec> rows(height);
       for (size_t i = 0; i < height; ++i) rows[i] = {static_cast<char*>(dst) + i * dpitch, width};

@@ -25,6 +25,7 @@
 #include "client/managed_pages.h"
 #include "client/modules.h"
 #include "client/server_link.h"
+#include "client/small_allocs.h"
 #include "common/cuda_errors.h"
 
 namespace rgpu::transport {
@@ -771,6 +772,13 @@ class Client {
   void event_link_lost(ServerLink* l, const std::string& why);
   std::mutex info_mu_;
   AddressMap map_;
+  std::unique_ptr<SmallAllocations> small_;  // small cudaMalloc from slabs (client/small_allocs.h)
+  // A chunk for a small allocation (a reclaim or a new slab when none is free), *e the outcome;
+  // false when the caller should ask the server for the allocation itself (an older server, an
+  // error the link holds, no memory for a slab).
+  bool small_chunk(int dev, ServerLink* l, size_t size, void** ptr, CudaError* e);
+  // A synchronization of `s` would return at once (client/streams.cc); counted as answered here.
+  bool idle_known(ServerLink* l, const Stream& s);
   ModuleStore modules_;
   ContextTable contexts_;
   std::unique_ptr<std::atomic<bool>[]> runtime_retained_;  // the runtime's primary reference

@@ -125,6 +125,13 @@ Config load_config() {
       LOG_ERROR("RGPU_EAGER_BYTES=%s is not a size; using %llu", e,
                 static_cast<unsigned long long>(c.eager_bytes));
   }
+  if (const char* e = getenv("RGPU_SMALL_ALLOC"); e && *e) {
+    if (auto v = parse_size(e); v && *v <= (256 << 10))
+      c.small_alloc_max = *v;
+    else
+      LOG_ERROR("RGPU_SMALL_ALLOC=%s is not a size up to 256K; using %llu", e,
+                static_cast<unsigned long long>(c.small_alloc_max));
+  }
   if (const char* e = getenv("RGPU_TIMEOUT"); e && *e) {
     int v = 0;
     auto [p, ec] = std::from_chars(e, e + strlen(e), v);

@@ -52,6 +52,9 @@ struct Config {
   // are taken at the call, as CUDA stages them); larger ones wait for the server
   // (RGPU_EAGER_BYTES).
   uint64_t eager_bytes = 256 << 10;
+  // cudaMalloc/cuMemAlloc of at most this many bytes takes a chunk of a slab the server granted
+  // (client/small_allocs.h): no round trip (RGPU_SMALL_ALLOC; 0: every allocation asks the server).
+  uint64_t small_alloc_max = 64 << 10;
   // Liveness (RGPU_TIMEOUT): the handshake must finish, and while a synchronous call waits
   // something (a reply, data, a heartbeat) must arrive from the server, within this many seconds;
   // otherwise the link fails with cudaErrorDevicesUnavailable.  0: no limit.

@@ -34,7 +34,25 @@ CudaError Client::ipc_get_mem_handle(void* ptr, uint8_t* handle) {
   ServerLink* l = link(r->device, &e);
   if (!l) return e;
   IpcGetMemHandleRep rep;
-  e = l->call<IpcGetMemHandleMsg>(IpcGetMemHandleReq{devices_[r->device].spec.gpu, u64(ptr)}, &rep);
+  const uint32_t gpu = devices_[r->device].spec.gpu;
+  // A small allocation lies in a slab (client/small_allocs.h): the handle names it alone, its
+  // slab hands out nothing more, and its free withdraws the handle.
+  uint64_t slab = 0;
+  if (small_->slab_of(r->base, &slab)) {
+    if (!l->knows(MsgId::IpcGetRangeHandle)) {
+      LOG_ERROR(
+          "cudaIpcGetMemHandle of %p: the server is too old to export a small allocation "
+          "(RGPU_SMALL_ALLOC=0 makes every allocation the server's own)",
+          ptr);
+      return err::NotSupported;
+    }
+    bool fresh = false;
+    if (!small_->mark_exported(r->base, &fresh)) return err::InvalidValue;  // freed meanwhile
+    e = l->call<IpcGetRangeHandleMsg>(IpcGetRangeHandleReq{gpu, r->base, r->size}, &rep);
+    if (e != err::Success && fresh) small_->unmark_exported(r->base);
+  } else {
+    e = l->call<IpcGetMemHandleMsg>(IpcGetMemHandleReq{gpu, u64(ptr)}, &rep);
+  }
   if (e != err::Success) {
     static std::atomic<bool> logged{false};
     if (!logged.exchange(true))

@@ -13,7 +13,7 @@ namespace rgpu::client {
 
 struct LinkStats::Table {
   struct Count {
-    uint64_t sync = 0, async = 0, out = 0, in = 0;
+    uint64_t sync = 0, async = 0, out = 0, in = 0, local = 0;
   };
   std::mutex mu;
   std::vector<Count> by_type = std::vector<Count>(1u << 16);
@@ -69,6 +69,12 @@ void LinkStats::Table::print() {
           static_cast<unsigned long long>(ship.out + load.out),
           static_cast<unsigned long long>(lookups), static_cast<unsigned long long>(hashes_asked),
           static_cast<unsigned long long>(total.sync));
+  for (uint32_t t = 0; t < by_type.size(); ++t)
+    if (by_type[t].local) {
+      const char* name = proto::msg_name(static_cast<uint16_t>(t));
+      fprintf(stderr, "rgpu stats: answered here (no request) %-20s %10llu\n", name ? name : "?",
+              static_cast<unsigned long long>(by_type[t].local));
+    }
 }
 
 LinkStats& LinkStats::of_this_library() {
@@ -94,6 +100,13 @@ void LinkStats::note_request(uint16_t type, bool sync, uint64_t out, uint64_t in
   (sync ? c.sync : c.async) += 1;
   c.out += out;
   c.in += in;
+}
+
+void LinkStats::note_local(uint16_t type) {
+  Table* t = table_;
+  if (!t) return;
+  std::lock_guard<std::mutex> lock(t->mu);
+  t->by_type[type].local += 1;
 }
 
 void LinkStats::note_hashes_asked(uint64_t n) {

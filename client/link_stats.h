@@ -3,7 +3,8 @@
 // printed to stderr at exit, one line per request type: synchronous requests (each a round trip),
 // asynchronous ones, and the payload bytes each way; then what module images cost: images shipped
 // (ModuleShip, ModuleLoad) and their bytes, image look-ups (ModuleHave, ModuleResolve,
-// ModuleLookup: each a round trip) and the hashes they asked about, and the round trips in all.
+// ModuleLookup: each a round trip) and the hashes they asked about, and the round trips in all;
+// last, the calls answered on the client that would have been requests.
 // Off by default: then a request costs one relaxed load here.
 #pragma once
 
@@ -20,6 +21,9 @@ class LinkStats {
   // Notes one request of `type` (sync: its sender waits for the reply), with `out` payload bytes
   // sent and `in` bytes that come back.
   void note_request(uint16_t type, bool sync, uint64_t out, uint64_t in);
+  // Notes one call that would have been request `type` but was answered on the client (a
+  // synchronization of a stream known idle): printed as "answered here".
+  void note_local(uint16_t type);
   // Notes `n` image hashes asked about in one look-up (ModuleHave, ModuleResolve).
   void note_hashes_asked(uint64_t n);
   struct Table;  // the counts (client/link_stats.cc)

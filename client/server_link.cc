@@ -263,10 +263,31 @@ void ServerLink::wait_alive(std::unique_lock<std::mutex>& lock, std::condition_v
   }
 }
 
+namespace {
+// The place of the last synchronous request this thread sent (on whichever link): note_idle's.
+thread_local uint64_t t_last_sync_frame = 0;
+}  // namespace
+
 CudaError ServerLink::send_frame(uint16_t type, uint16_t flags, uint64_t id,
                                  const std::vector<uint8_t>& body, const iovec* out, int n_out) {
-  chan_->send(type, flags, id, body, out, n_out);
+  const uint64_t place = chan_->send(type, flags, id, body, out, n_out);
+  if (flags & kFlagSync) t_last_sync_frame = place;
   return err::Success;
+}
+
+void ServerLink::note_idle(uint32_t gpu, uint64_t stream) {
+  std::lock_guard<std::mutex> lock(idle_mu_);
+  if (idle_at_.size() > 256) idle_at_.clear();  // (streams come and go)
+  idle_at_[{gpu, stream}] = t_last_sync_frame;
+}
+
+bool ServerLink::known_idle(uint32_t gpu, uint64_t stream) {
+  if (!chan_) return false;
+  const uint64_t now = chan_->frames_sent();
+  std::lock_guard<std::mutex> lock(idle_mu_);
+  for (uint64_t s : {stream, kAllStreams})
+    if (auto it = idle_at_.find({gpu, s}); it != idle_at_.end() && it->second == now) return true;
+  return false;
 }
 
 bool ServerLink::server_knows(uint16_t type, const char* name) {
@@ -354,6 +375,7 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     if (!p.message.empty()) LOG_INFO("%s failed: %s", name, p.message.c_str());
     if (!p.message.empty() && p.result != err::NotReady)  // the logs API (client/logs.h)
       note_server_error(std::string("rgpud: ") + name + " failed: " + p.message);
+    if (cuda_error_is_sticky(p.result)) sticky_.store(p.result, std::memory_order_release);
     return p.result;
   }
   if (has_pending_.load(std::memory_order_acquire)) {
@@ -361,9 +383,23 @@ CudaError ServerLink::transact(uint16_t type, const char* name, bool sync,
     CudaError e = pending_;
     pending_ = err::Success;
     has_pending_ = false;
+    if (cuda_error_is_sticky(e)) sticky_.store(e, std::memory_order_release);
     if (e != err::Success) return e;
   }
   return err::Success;
+}
+
+CudaError ServerLink::error_to_report() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_.load(std::memory_order_acquire)) return state_;
+  if (has_pending_.load(std::memory_order_acquire)) {
+    const CudaError e = pending_;
+    pending_ = err::Success;
+    has_pending_ = false;
+    if (cuda_error_is_sticky(e)) sticky_.store(e, std::memory_order_release);
+    if (e != err::Success) return e;
+  }
+  return sticky_.load(std::memory_order_acquire);
 }
 
 void ServerLink::defer_error(CudaError e) {

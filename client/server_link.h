@@ -124,6 +124,28 @@ class ServerLink {
   uint64_t peer_copy_failures() const { return peer_copy_failures_.load(); }
   // An asynchronous failure for the next call on this link to report (as the server's own are).
   void defer_error(CudaError e);
+  // No failure waits to be reported and none of this link's calls returned a sticky error since
+  // the last cudaDeviceReset (clear_sticky): what a call answered on the client may succeed.
+  bool clean() const {
+    return !has_pending_.load(std::memory_order_acquire) &&
+           !failed_.load(std::memory_order_acquire) &&
+           sticky_.load(std::memory_order_acquire) == err::Success;
+  }
+  void clear_sticky() { sticky_.store(err::Success, std::memory_order_release); }
+  // What a call answered on the client returns when the link is not clean(): the failure to
+  // report now (an asynchronous one is reported once, as by a call the server answers), else the
+  // sticky error, else Success.
+  CudaError error_to_report();
+
+  // Streams known idle (client/streams.cc elides a synchronization the server would answer at
+  // once): note_idle(gpu, stream), called by the thread whose synchronous call on this link just
+  // succeeded after the stream's work was done (a StreamSynchronize, a device-to-host copy on it;
+  // kAllStreams: a DeviceSynchronize), remembers where the link's frames then stood; known_idle
+  // is true while nothing at all was sent on the link since (no work can have reached the
+  // stream).
+  static constexpr uint64_t kAllStreams = ~0ull;
+  void note_idle(uint32_t gpu, uint64_t stream);
+  bool known_idle(uint32_t gpu, uint64_t stream);
   // Whether an asynchronous device-to-host copy (call_with_async_data) still has bytes to
   // write into [base, base + size).
   bool async_data_into(uint64_t base, uint64_t size);
@@ -213,6 +235,9 @@ class ServerLink {
   uint64_t window_ = 0;                // the server's payload window (0: none)
   uint64_t async_out_ = 0;             // asynchronous payload bytes the server has not given back
   std::atomic<bool> has_pending_{false};
+  std::atomic<CudaError> sticky_{err::Success};  // a call returned this sticky error (clean())
+  std::mutex idle_mu_;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> idle_at_;  // (gpu, stream): frames sent then
   std::atomic<uint64_t> peer_copy_failures_{0};
   // The last AsyncError logged, and how many just like it came since (the receive thread's).
   uint16_t last_async_type_ = 0;

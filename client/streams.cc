@@ -114,16 +114,33 @@ CudaError Client::stream_synchronize(const Stream& s) {
   CudaError e;
   ServerLink* l = link(s.device, &e);
   if (!l) return e;
+  const uint32_t gpu = devices_[s.device].spec.gpu;
+  if (idle_known(l, s)) return err::Success;
   const uint64_t owed = s.id == 0 ? owed_mark() : 0;  // copies between servers go on stream 0
-  e = l->call<StreamSynchronizeMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
-  if (e == err::Success) owed_settled_by(s.device, owed);
+  e = l->call<StreamSynchronizeMsg>(ObjectReq{gpu, s.id});
+  if (e == err::Success) {
+    owed_settled_by(s.device, owed);
+    l->note_idle(gpu, s.id);
+  }
   return e;
+}
+
+// The stream is idle and the server would answer a synchronization (or a query) at once: since a
+// synchronous call found it idle nothing was sent on the link (no work can have reached it), no
+// error waits to be reported, and no copy between servers is owed (those are queued through
+// other links).  Thrust synchronizes after reading a result back, for instance.
+bool Client::idle_known(ServerLink* l, const Stream& s) {
+  if (!l->clean() || owed_mark() != 0) return false;
+  if (!l->known_idle(devices_[s.device].spec.gpu, s.id)) return false;
+  l->stats().note_local(static_cast<uint16_t>(MsgId::StreamSynchronize));
+  return true;
 }
 
 CudaError Client::stream_query(const Stream& s) {
   CudaError e;
   ServerLink* l = link(s.device, &e);
   if (!l) return e;
+  if (idle_known(l, s)) return err::Success;
   return l->call<StreamQueryMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
 }
 
@@ -284,10 +301,13 @@ CudaError Client::memcpy2d_async(void* dst, size_t dpitch, const void* src, size
       // Into pageable memory CUDA's copy returns once it is done: so does this one, in one round
       // trip.  (Asynchronously, the data would come through a host function on the server, and
       // the caller synchronizes next anyway: PyTorch's .item().)  Not while a capture is on.
-      if (!map_.find_host(u64(dst)) && l->knows(MsgId::MemcpyDtoHStream) && !capture_running())
-        return l->call<MemcpyDtoHStreamMsg>(
+      if (!map_.find_host(u64(dst)) && l->knows(MsgId::MemcpyDtoHStream) && !capture_running()) {
+        CudaError e = l->call<MemcpyDtoHStreamMsg>(
             MemcpyDtoHStreamReq{gpu, u64(src), spitch, width, height, s.id}, nullptr, nullptr, 0,
             rows.data(), static_cast<int>(height));
+        if (e == err::Success) l->note_idle(gpu, s.id);  // done after the stream's work
+        return e;
+      }
       return l->call_with_async_data<MemcpyDtoHAsyncMsg>(
           MemcpyDtoHAsyncReq{gpu, u64(src), spitch, width, height, s.id}, std::move(rows), width);
     }

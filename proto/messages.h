@@ -112,6 +112,21 @@ using DeviceSynchronizeReq = DeviceReq;
 using DeviceSynchronizeRep = Empty;
 using DeviceResetReq = DeviceReq;
 using DeviceResetRep = Empty;
+// The client's small allocations (client/small_allocs.h) close quarantine epoch `epoch` of GPU
+// `device` (epochs are counted per address window): the server marks the work issued before this
+// request (nothing when the device is idle) and answers, without waiting for the GPU, that the work
+// before every epoch below `complete` is done.  Reports none of that work's errors (the program's
+// own synchronizations do).
+struct SmallReclaimReq {
+  uint32_t device = 0;
+  uint64_t window = 0;  // the virtual device's address window (two may name one GPU)
+  uint64_t epoch = 0;
+  RGPU_FIELDS(device, window, epoch)
+};
+struct SmallReclaimRep {
+  uint64_t complete = 0;
+  RGPU_FIELDS(complete)
+};
 using MemGetInfoReq = DeviceReq;
 struct MemGetInfoRep {
   uint64_t free = 0;

@@ -24,6 +24,24 @@ struct IpcGetMemHandleRep {
   uint64_t offset = 0;
   RGPU_FIELDS(token, offset)
 };
+// A handle of [ptr, ptr + size), a part of one allocation: a small allocation of the client lies
+// in a slab (client/small_allocs.h), and its importers may reach that allocation only.  The
+// handle's offset is 0 (opening it gives `ptr`).
+struct IpcGetRangeHandleReq {
+  uint32_t device = 0;
+  uint64_t ptr = 0;
+  uint64_t size = 0;
+  RGPU_FIELDS(device, ptr, size)
+};
+using IpcGetRangeHandleRep = IpcGetMemHandleRep;
+// Withdraws the handle IpcGetRangeHandle made of the range at `ptr` (its small allocation was
+// freed): it opens nothing any more.
+struct IpcRevokeRangeReq {
+  uint32_t device = 0;
+  uint64_t ptr = 0;
+  RGPU_FIELDS(device, ptr)
+};
+using IpcRevokeRangeRep = Empty;
 // Maps another session's export inside address window `window` (its base; 0: the GPU's default
 // window) of GPU `device`.  [base, base + size) is the exported allocation, the only memory of
 // the import that requests may name; `ptr` = `base` + the handle's offset.

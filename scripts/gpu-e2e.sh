@@ -263,6 +263,39 @@ sync_rgpu=$(remote_on shm "$build/cuda/sync_call" | tr '\n' ' ')
 sync_nvrt=$(RGPU_TRANSPORT=shm nvrt "$build/cuda/sync_call" | tr '\n' ' ')
 native_graphs=$(grep -c 'runs as a native graph' "$out/rgpud.log")
 
+echo "== small synchronous calls: Thrust loop and small_loop (issue 29), natively and through rgpu"
+# Per iteration: time, and through rgpu the round trips (RGPU_STATS).  Targets: <= 1.5x native
+# over shm, <= 3x over TCP, at most one round trip per iteration.
+loops=()
+if "$cuda_root/bin/nvcc" -O2 -std=c++17 -arch="${RGPU_CUDA_ARCH:-sm_90}" -cudart shared \
+    -o "$out/thrust_loop" scripts/gpu-probes/thrust_loop.cu >"$out/thrust_loop.build" 2>&1; then
+  loop_progs=("$out/thrust_loop 2000" "$build/cuda/small_loop 2000")
+else
+  tail -5 "$out/thrust_loop.build"; failures=$((failures + 1))
+  loop_progs=("$build/cuda/small_loop 2000")
+fi
+per_it() { grep -o '[0-9.]* us per iteration' "$1" | awk '{print $1}'; }
+rtt_per() {  # round trips per iteration from RGPU_STATS
+  local rt
+  rt=$(grep -o 'round trips [0-9]*' "$1" | tail -1 | awk '{print $3}')
+  awk -v r="$rt" -v n="$2" 'BEGIN{if (r != "") printf "%.2f", r / n}'
+}
+for pl in "${loop_progs[@]}"; do
+  set -- $pl
+  name=$(basename "$1")
+  native limited "$name-native" 120 "$@" >"$out/$name.native.out" 2>&1; nrc=$?
+  RGPU_STATS=1 remote_on tcp "$@" >"$out/$name.tcp.out" 2>"$out/$name.tcp.err"; rrc=$?
+  RGPU_STATS=1 remote_on shm "$@" >"$out/$name.shm.out" 2>"$out/$name.shm.err"; src=$?
+  [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && [ $src -eq 0 ] || failures=$((failures + 1))
+  tn=$(per_it "$out/$name.native.out"); tt=$(per_it "$out/$name.tcp.out"); ts=$(per_it "$out/$name.shm.out")
+  loops+=("$(awk -v n="$tn" -v t="$tt" -v s="$ts" -v name="$name" -v rt="$(rtt_per "$out/$name.tcp.err" "$2")" \
+    -v rs="$(rtt_per "$out/$name.shm.err" "$2")" -v nrc=$nrc -v rrc=$rrc -v src=$src 'BEGIN{
+      rt_ = (n > 0) ? t / n : 0; rs_ = (n > 0) ? s / n : 0
+      printf "%-14s native %s us, tcp %s us (%.2fx, target <= 3: %s), shm %s us (%.2fx, target <= 1.5: %s); round trips/iteration tcp %s shm %s (rc %d/%d/%d)",
+        name, n, t, rt_, ((n > 0 && rt_ <= 3) ? "met" : "MISSED"), s, rs_,
+        ((n > 0 && rs_ <= 1.5) ? "met" : "MISSED"), rt, rs, nrc, rrc, src}')")
+done
+
 echo "== rgpu bench"
 RGPU_SERVERS="$servers" timeout 300 "$build/cli/rgpu" bench --max-size "${RGPU_BENCH_MAX:-1GiB}" \
   --json "$results/bench.json" --plot "$results/bench.png" >"$out/bench.txt" 2>"$out/bench.err" ||
@@ -310,6 +343,7 @@ printf '%-20s %-16s %-16s %s\n' "sync call (Ping)" "-" "${ping_us} us" "median o
 echo "sync_call native:    $sync_native"
 echo "sync_call rgpu shm:  $sync_rgpu"
 echo "sync_call nvrt shm:  $sync_nvrt"
+for l in "${loops[@]}"; do echo "$l"; done
 echo "native graphs captured by rgpud (graphs launched twice or more): $native_graphs"
 sed -n '/^targets/,$p' "$out/bench.txt"
 [ -n "$peer_targets" ] && echo "$peer_targets"

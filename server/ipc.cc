@@ -33,18 +33,52 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 Status Session::on(IpcGetMemHandleMsg, const IpcGetMemHandleReq& q, IpcGetMemHandleRep& rep) {
+  return export_memory(q.device, q.ptr, 0, rep);
+}
+
+Status Session::on(IpcGetRangeHandleMsg, const IpcGetRangeHandleReq& q, IpcGetMemHandleRep& rep) {
+  if (q.size == 0) return Status::fail(err::InvalidValue, "an IPC handle of an empty range");
+  return export_memory(q.device, q.ptr, q.size, rep);
+}
+
+Status Session::on(IpcRevokeRangeMsg, const IpcRevokeRangeReq& q, Empty&) {
   if (Status s = check_device(q.device); !s.ok()) return s;
+  revoke_ipc_export(q.device, q.ptr);
+  return Status::success();
+}
+
+void Session::revoke_ipc_exports_in(uint32_t dev, uint64_t start, uint64_t size) {
+  auto it = ipc_tokens_.lower_bound({dev, start});
+  while (it != ipc_tokens_.end() && it->first.first == dev && it->first.second - start < size) {
+    auto next = std::next(it);
+    revoke_ipc_export(dev, it->first.second);
+    it = next;
+  }
+}
+
+Status Session::export_memory(uint32_t device, uint64_t ptr, uint64_t range,
+                              IpcGetMemHandleRep& rep) {
+  if (Status s = check_device(device); !s.ok()) return s;
   if (config_.control < 0)
     return Status::fail(err::NotSupported,
                         "CUDA IPC needs rgpud's session processes (this server has no daemon)");
-  // A handle names the allocation that holds the pointer, as CUDA's do.
+  // A handle names the allocation that holds the pointer, as CUDA's do (or the range asked for,
+  // inside one allocation).
   uint64_t start = 0, size = 0;
-  if (!allocs_[q.device].range_at(q.ptr, start, size))
-    return Status::fail(err::InvalidValue,
-                        "cudaIpcGetMemHandle of " + hex(q.ptr) + ", which is not device memory " +
-                            "of this session on GPU " + std::to_string(q.device));
+  if (!allocs_[device].range_at(ptr, start, size))
+    return Status::fail(err::InvalidValue, "cudaIpcGetMemHandle of " + hex(ptr) +
+                                               ", which is not device memory " +
+                                               "of this session on GPU " + std::to_string(device));
+  const uint64_t alloc_start = start;
+  if (range) {
+    if (range > size - (ptr - start))
+      return Status::fail(err::InvalidValue, "an IPC handle of a range past its allocation");
+    start = ptr;
+    size = range;
+  }
   rep.offset = 0;
-  const auto key = std::make_pair(q.device, start);
+  const auto key = std::make_pair(device, start);
+  const IpcGetMemHandleReq q{device, ptr};
   if (auto it = ipc_tokens_.find(key); it != ipc_tokens_.end()) {
     rep.token = it->second;  // exported before: the same handle
     return Status::success();
@@ -52,7 +86,8 @@ Status Session::on(IpcGetMemHandleMsg, const IpcGetMemHandleReq& q, IpcGetMemHan
   int fd = -1;
   uint64_t base = 0, span = 0;
   uint32_t kind = 0;
-  if (Status s = exec_.ipc_mem_export(static_cast<int>(q.device), start, fd, base, span, kind);
+  if (Status s =
+          exec_.ipc_mem_export(static_cast<int>(q.device), alloc_start, fd, base, span, kind);
       !s.ok())
     return s;
   if (start < base || size > span || start - base > span - size) {
@@ -76,7 +111,7 @@ Status Session::on(IpcGetMemHandleMsg, const IpcGetMemHandleReq& q, IpcGetMemHan
   {
     std::lock_guard<std::timed_mutex> lock(heap_mu_);
     uint64_t mapping = 0, length = 0;
-    s = windows_.share(q.device, start, mapping, length);
+    s = windows_.share(q.device, alloc_start, mapping, length);
   }
   if (!s.ok()) {
     ipc_revoke(config_.control, token);
@@ -141,11 +176,12 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
                                                     " lies outside its export of " +
                                                     std::to_string(meta.size) + " bytes");
   }
-  // The importer counts what it maps: the mapping keeps the memory alive after its exporter
-  // (and its charge) is gone.
-  if (Status s =
-          charge_memory(Hold::IpcImport, q.device, meta.size,
-                        "opening " + std::to_string(meta.size) + " bytes of CUDA IPC memory");
+  // The importer counts what it maps (the whole mapping, of which a small export names a part):
+  // the mapping keeps the memory alive after its exporter (and its charge) is gone.
+  if (Status s = charge_memory(Hold::IpcImport, q.device, meta.span,
+                               "opening " + std::to_string(meta.span) +
+                                   " bytes of CUDA IPC memory (the mapping of an export of " +
+                                   std::to_string(meta.size) + ")");
       !s.ok()) {
     close(fd);
     return s;
@@ -166,12 +202,12 @@ Status Session::on(IpcOpenMemHandleMsg, const IpcOpenMemHandleReq& q, IpcOpenMem
   }
   close(fd);
   if (!s.ok()) {
-    quota_.release(Hold::IpcImport, q.device, meta.size);
+    quota_.release(Hold::IpcImport, q.device, meta.span);
     return s;
   }
   // Requests may name the exported allocation, and nothing else of the mapping.
   const uint64_t start = addr + meta.offset;
-  ipc_imports_[start] = IpcImport{q.device, addr, meta.span, meta.size};
+  ipc_imports_[start] = IpcImport{q.device, addr, meta.span, meta.size};  // charged: span
   allocs_[q.device].add(start, meta.size, /*freeable=*/false);
   rep.base = start;
   rep.size = meta.size;
@@ -193,7 +229,7 @@ Status Session::on(IpcCloseMemHandleMsg, const IpcCloseMemHandleReq& q, Empty&) 
     windows_.unreserve(q.device, im.map, im.span);
   }
   allocs_[q.device].remove(q.base);
-  quota_.release(Hold::IpcImport, q.device, it->second.size);
+  quota_.release(Hold::IpcImport, q.device, it->second.span);
   ipc_imports_.erase(it);
   return Status::success();
 }
@@ -206,7 +242,7 @@ void Session::close_ipc_imports(uint32_t dev) {
     }
     exec_.ipc_mem_close(static_cast<int>(dev), it->second.map, it->second.span);
     allocs_[dev].remove(it->first);
-    quota_.release(Hold::IpcImport, dev, it->second.size);
+    quota_.release(Hold::IpcImport, dev, it->second.span);
     it = ipc_imports_.erase(it);
   }
 }

@@ -555,6 +555,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
     for (auto it = objects->begin(); it != objects->end();)
       it = it->second.device == q.device ? objects->erase(it) : std::next(it);
   std::erase_if(ended_streams_, [&](const auto& m) { return m.first == q.device; });
+  drop_reclaim_marks(q.device, /*release=*/false);
   sticky_ = err::Success;
   Status s = exec_.reset(dev);
   forget_private(dev);  // the reset destroyed them
@@ -616,7 +617,8 @@ Status Session::on(FreeMsg, const FreeReq& q, Empty&) {
   uint64_t size = 0;
   allocs_[q.device].remove(q.ptr, &size);  // later requests may not use it
   quota_.release(Hold::Malloc, q.device, size);
-  revoke_ipc_export(q.device, q.ptr);  // nor may a handle of it open anything any more
+  revoke_ipc_export(q.device, q.ptr);            // nor may a handle of it open anything any more
+  revoke_ipc_exports_in(q.device, q.ptr, size);  // nor a handle of a part (small allocations)
   defer_free(static_cast<int>(q.device), q.ptr, current_->header);
   return Status::success();
 }

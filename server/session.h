@@ -316,6 +316,28 @@ class Session {
   // Private events marking the work of streams the client destroyed before it ended (device,
   // event): DeviceSynchronize's ready check waits for them too.  The dispatcher's.
   std::vector<std::pair<uint32_t, uint64_t>> ended_streams_;
+  // SmallReclaim (server/reclaims.cc): the work before quarantine epoch `epoch` of the client's
+  // small allocations on `device` is done once every private event and every destroyed stream's
+  // event (`ended`) is.  The dispatcher's.
+  // Epochs are counted per (GPU, address window): two virtual devices may name one GPU.  A mark
+  // covers the work of every GPU the session queued work on (a peer copy or kernel of another
+  // GPU may use the memory).
+  struct ReclaimMark {
+    std::pair<uint32_t, uint64_t> key;  // (GPU, window)
+    uint64_t epoch;
+    std::vector<std::pair<int, uint64_t>> events, ended;  // (GPU, private event)
+  };
+  std::vector<ReclaimMark> reclaim_marks_;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> reclaim_complete_;  // epochs below: complete
+  bool reclaim_mark_done(ReclaimMark& m);  // releases the events found done
+  // cudaDeviceReset (`release` false: the reset destroyed the events of GPU `device`).
+  void drop_reclaim_marks(uint32_t device, bool release);
+  // GPUs whose streams the session gave work (bit per GPU; GPUs from 64 on always count).
+  mutable uint64_t used_gpus_ = 0;
+  void note_gpu_used(uint32_t dev) const {
+    if (dev < 64) used_gpus_ |= 1ull << dev;
+  }
+  bool gpu_used(uint32_t dev) const { return dev >= 64 || (used_gpus_ >> dev & 1); }
   struct SharedSegment {
     char* base;
     uint64_t size;
@@ -451,6 +473,11 @@ class Session {
   // Withdraws the export of the allocation starting at `ptr` (it is being freed); false when it
   // was never exported.
   bool revoke_ipc_export(uint32_t dev, uint64_t ptr);
+  // Withdraws the handles of ranges in [start, start + size) (a slab of small allocations goes).
+  void revoke_ipc_exports_in(uint32_t dev, uint64_t start, uint64_t size);
+  // IpcGetMemHandle (range 0: the allocation holding ptr) and IpcGetRangeHandle.
+  Status export_memory(uint32_t device, uint64_t ptr, uint64_t range,
+                       proto::IpcGetMemHandleRep& rep);
   void revoke_ipc_exports(uint32_t dev);  // cudaDeviceReset (memory and events)
   void revoke_ipc_event(uint64_t id);     // the event with the client's id `id` is destroyed
   // Exports by (GPU, allocation start): the token.

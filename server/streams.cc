@@ -20,13 +20,16 @@ constexpr CudaError kInvalidResourceHandle = 400;
 Status Session::stream_of(uint32_t dev, uint64_t id, uint64_t& handle) const {
   if (id == 0) {
     handle = 0;
-    return check_device(dev);
+    Status s = check_device(dev);
+    if (s.ok()) note_gpu_used(dev);
+    return s;
   }
   auto it = streams_.find(id);
   if (it == streams_.end() || it->second.device != dev)
     return Status::fail(kInvalidResourceHandle, "no such stream on this GPU");
   handle = it->second.handle;
   it->second.busy = true;  // the caller may queue work on it
+  note_gpu_used(dev);
   return Status::success();
 }
 

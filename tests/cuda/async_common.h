@@ -17,6 +17,25 @@ extern "C" __global__ void slow_fill(int* p, int value, int n, unsigned long lon
   for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = value;
 }
 
+// Spins until *flag == expect or timeout_ns passes; *seen = 1 if the flag came (overlap.cu,
+// small_loop.cu).
+extern "C" __global__ void wait_flag(const int* flag, int expect, unsigned long long timeout_ns,
+                                     int* seen) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const volatile int* f = flag;
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  int ok = 0;
+  do {
+    if (*f == expect) {
+      ok = 1;
+      break;
+    }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < timeout_ns);
+  *seen = ok;
+}
+
 extern "C" __global__ void add_one(int* p, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] += 1;
 }

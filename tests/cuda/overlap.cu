@@ -7,24 +7,6 @@
 
 #include "async_common.h"
 
-// Spins until *flag == expect or timeout_ns passes; *seen = 1 if the marker came.
-extern "C" __global__ void wait_flag(const int* flag, int expect, unsigned long long timeout_ns,
-                                     int* seen) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  const volatile int* f = flag;
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  int ok = 0;
-  do {
-    if (*f == expect) {
-      ok = 1;
-      break;
-    }
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < timeout_ns);
-  *seen = ok;
-}
-
 static double now_ms() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now().time_since_epoch())

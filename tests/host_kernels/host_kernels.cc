@@ -39,6 +39,16 @@ void vec_add(const rgpu_host_launch* l, void** p) {
   });
 }
 
+// tests/cuda/small_loop.cu: the first index of `target` (atomicMin into *out).
+void find_first(const rgpu_host_launch* l, void** p) {
+  auto v = arg<const int*>(p, 0);
+  int n = arg<int>(p, 1), target = arg<int>(p, 2);
+  auto out = arg<int*>(p, 3);
+  each_thread(l, [&](long i, long) {
+    if (i < n && v[i] == target && i < *out) *out = static_cast<int>(i);
+  });
+}
+
 void matmul_tiled(const rgpu_host_launch* l, void** p) {
   auto A = arg<const float*>(p, 0);
   auto B = arg<const float*>(p, 1);
@@ -348,6 +358,7 @@ const rgpu_host_kernel kKernels[] = {
     {"add_one", add_one},
     {"wait_flag", wait_flag},
     {"vec_add", vec_add},
+    {"find_first", find_first},
     {"matmul_tiled", matmul_tiled},
     {"reduce_sum", reduce_sum},
     {"_Z5scaleIiEvPT_S0_i", scale<int>},

@@ -108,3 +108,110 @@ TEST(Startup, ImagesFailWhereFirstUsedAndShipOnce) {
   // launch_lib's fat binary once for both threads.
   EXPECT_EQ(c.shipped, 3) << describe(c);
 }
+
+namespace {
+
+// small_loop in `mode` over `transport` (empty: the default), checked to pass with `expect` in its
+// output; `env` as given.
+Result small_loop(const std::string& mode, Env env, const char* transport, const char* expect) {
+  if (transport) env["RGPU_TRANSPORT"] = transport;
+  Result r = run({cuda_program("small_loop"), mode}, env, 120);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(expect), std::string::npos) << r.out << r.err;
+  return r;
+}
+
+// The first number after `line` in RGPU_STATS's output (-1 when the line is missing).
+long stat_after(const std::string& err, const std::string& line) {
+  const size_t at = err.find(line);
+  long v = -1;
+  if (at != std::string::npos) sscanf(err.c_str() + at + line.size(), "%ld", &v);
+  return v;
+}
+
+}  // namespace
+
+// A Thrust-style loop of small synchronous calls (tests/cuda/small_loop.cu: allocations,
+// 256-byte copies, the queries an algorithm makes, a launch, a few bytes read back, a
+// one-element write, frees), over both transports: one round trip per iteration (the read-back,
+// where CUDA waits too).  The control run with RGPU_SMALL_ALLOC=0 shows what the count was before
+// small allocations came from the client's slabs: two more per iteration (its two cudaMalloc).
+TEST(Startup, SmallCallLoopMakesOneRoundTripPerIteration) {
+  Daemon d;
+  const int iters = 100;
+  for (const char* transport : {"tcp", "shm"}) {
+    for (const bool slabs : {true, false}) {
+      SCOPED_TRACE(std::string(transport) + (slabs ? "" : ", RGPU_SMALL_ALLOC=0"));
+      Env env = stats_env(d);
+      env["RGPU_TRANSPORT"] = transport;
+      if (!slabs) env["RGPU_SMALL_ALLOC"] = "0";
+      Result r = run({cuda_program("small_loop"), std::to_string(iters)}, env, 120);
+      ASSERT_EQ(r.status, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("small_loop: passed"), std::string::npos) << r.out;
+      const Counts c = counts_of(r.err);
+      printf("small_loop x%d over %s%s: %s\n", iters, transport, slabs ? "" : " without slabs",
+             describe(c).c_str());
+      // Measured (host backend, 2026-12-02): 106 round trips (the loop's 100, the device's
+      // information, its address window, one slab, the kernel's look-up, attributes and
+      // occupancy); without slabs 305.
+      if (slabs)
+        EXPECT_LE(c.round_trips, iters + 8) << describe(c);
+      else
+        EXPECT_GE(c.round_trips, 3 * iters) << describe(c);
+      // The synchronization after each read-back is answered on the client.
+      EXPECT_EQ(stat_after(r.err, "answered here (no request) StreamSynchronize"), iters) << r.err;
+    }
+  }
+}
+
+// A small allocation freed while a kernel queued before the free still writes it comes back only
+// once that kernel is done (tests/cuda/small_loop.cu's reuse check): the reclaims made while the
+// kernel runs free nothing (new slabs are taken), and one made after it does.
+TEST(Startup, FreedSmallAllocationIsReusedOnlyAfterTheWorkBeforeItsFree) {
+  Daemon d;
+  for (const char* transport : {"tcp", "shm"}) {
+    SCOPED_TRACE(transport);
+    Result r = small_loop("reuse", stats_env(d), transport, "the freed block came back cleared");
+    EXPECT_GE(stat_after(r.err, "rgpu stats: SmallReclaim "), 1) << r.err;
+  }
+}
+
+// Two virtual devices naming one GPU count their quarantine epochs apart: device 0's epochs,
+// complete, do not make device 1's so (small_loop's siblings check, the reuse check on device 1
+// after device 0 closed ten epochs).
+TEST(Startup, SmallAllocationEpochsOfTwoVirtualDevicesOnOneGpuAreApart) {
+  Daemon d;
+  Env env = stats_env(d);
+  env["RGPU_SERVERS"] = d.servers() + "/0," + d.servers() + "/0";
+  Result r = small_loop("siblings", env, nullptr, "the freed block came back cleared");
+  EXPECT_GE(stat_after(r.err, "rgpu stats: SmallReclaim "), 11) << "device 0's ten and device 1's\n"
+                                                                << r.err;
+}
+
+// A small allocation never waits for the GPU (CUDA's cudaMalloc does not): a kernel waiting for
+// a flag the program copies after many allocations, with freed blocks waiting to be reused, sees
+// the flag (small_loop's wait check; the kernel gives up after 20 s if an allocation waited).
+TEST(Startup, SmallAllocationsNeverWaitForTheGpu) {
+  Daemon d;
+  for (const char* transport : {"tcp", "shm"}) {
+    SCOPED_TRACE(transport);
+    Result r = small_loop("wait", stats_env(d), transport, "small_loop: passed");
+    EXPECT_NE(r.err.find("rgpu stats: SmallReclaim "), std::string::npos)
+        << "no reclaim was tried while the kernel waited: the check checks nothing\n"
+        << r.err;
+  }
+}
+
+// A synchronization is answered on the client only when nothing was sent since a synchronous call
+// found the stream idle: after a slow kernel it waits (small_loop's sync check, on the legacy
+// stream and on a stream of its own: an event recorded after the kernel is complete on return).
+TEST(Startup, SynchronizationsAnsweredLocallyOnlyWhenNothingWasQueued) {
+  Daemon d;
+  for (const char* transport : {"tcp", "shm"}) {
+    SCOPED_TRACE(transport);
+    Result r = small_loop("sync", stats_env(d), transport, "small_loop: passed");
+    EXPECT_EQ(stat_after(r.err, "answered here (no request) StreamSynchronize"), 4)
+        << "two idle synchronizations per stream answered here\n"
+        << r.err;
+  }
+}
