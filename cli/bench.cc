@@ -18,6 +18,7 @@
 
 #include "cli/bench_app.h"
 #include "cli/bench_peer.h"
+#include "cli/bench_startup.h"
 #include "client/client.h"
 #include "client/config.h"
 #include "common/strings.h"
@@ -299,6 +300,7 @@ void print_graph_summary(const std::vector<Result>& all) {
 void usage() {
   fprintf(stderr,
           "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png] [--tls HOST:PORT]\n"
+          "                  [--no-app] [--no-startup]\n"
           "       rgpu bench --peer [--max-size SIZE] [--json FILE]\n"
           "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
           "  rate, the cudaGraphLaunch rate of a one-kernel graph, a captured graph's replay (100\n"
@@ -312,6 +314,9 @@ void usage() {
           "  the TLS cost against plain TCP in the same run.\n"
           "  When python3 can import torch, also the median step time of a small CNN's training\n"
           "  (examples/torch_train.py, batch 64) natively and through rgpu; --no-app skips it.\n"
+          "  Start-up and small calls (--no-startup skips them): a fresh process's time to its\n"
+          "  first cuBLAS SGEMM (and PyTorch's first tensor), and the time and round trips per\n"
+          "  iteration of small-call loops (docs/benchmarks.md).\n"
           "  --peer: copies from device 0 to device 1 of RGPU_SERVERS, on two servers (4 B to\n"
           "  --max-size in powers of 4): cudaMemcpyPeer between the servers, relaying through\n"
           "  this client (D2H then H2D), and a raw TCP stream to the second server's address\n"
@@ -323,11 +328,13 @@ void usage() {
 int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) {
   uint64_t max_bytes = 1ull << 30;
   std::string json, plot, tls_server;
-  bool app = true, peer = false;
+  bool app = true, peer = false, startup = true;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--no-app") {
       app = false;
+    } else if (a == "--no-startup") {
+      startup = false;
     } else if (a == "--peer") {
       peer = true;
     } else if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") &&
@@ -438,6 +445,11 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     notes.push_back("CNN step: skipped, python3 cannot import torch");
   }
 
+  StartupRun st;  // start-up and small-call rows (cli/bench_startup.cc)
+  if (startup)
+    st = bench_startup(exe_dir, lib_dir, access("/dev/nvidiactl", F_OK) == 0, transports);
+  for (auto& sr : st.rows) all.push_back({sr.op, 0, sr.mode, sr.value, sr.unit, sr.transport});
+
   // The table.
   printf("\nrgpu bench — %s%s%s\n", device_rgpu.empty() ? "?" : device_rgpu.c_str(),
          device_native.empty() ? "" : "; native: ", device_native.c_str());
@@ -471,6 +483,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   for (auto& n : notes) printf("note: %s\n", n.c_str());
   if (!tls_server.empty()) print_tls_rows(all, tls_server, max_bytes);
   print_graph_summary(all);
+  if (startup) print_startup_rows(st);
 
   // The targets (same run).
   uint64_t big = 4;
@@ -546,6 +559,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
     if (!ok) return 1;
   }
   if (!tls_server.empty() && !find(all, "sync_call", 0, "rgpu", "tls")) return 1;
+  if (!st.ok) return 1;
   return find(all, "sync_call", 0, "rgpu", "tcp") ? 0 : 1;
 }
 

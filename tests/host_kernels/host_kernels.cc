@@ -1,9 +1,11 @@
-// Host implementations of the kernels in tests/cuda, for rgpud's host backend (a test double:
-// CI has no GPU).  Each computes what its CUDA kernel computes, from the parameters rgpu packed by
-// the kernel's layout, so argument packing and launching are checked end to end.
+// Host implementations of the kernels in tests/cuda and bench/loop_small.cu, for rgpud's host
+// backend (a test double: CI has no GPU).  Each computes what its CUDA kernel computes, from the
+// parameters rgpu packed by the kernel's layout, so argument packing and launching are checked
+// end to end.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -211,6 +213,19 @@ void add_one(const rgpu_host_launch*, void** p) {
 
 void bench_empty(const rgpu_host_launch*, void**) {}
 
+// bench/loop_small.cu: the index of the first element equal to `want`, or n (one block).  With
+// RGPU_TEST_BENCH_FIND_WRONG set in rgpud's environment it answers one too far, so that a test
+// can see a wrong answer fail `rgpu bench` (tests/integration/bench_startup_test.cc).
+void bench_find(const rgpu_host_launch*, void** p) {
+  static const bool wrong = getenv("RGPU_TEST_BENCH_FIND_WRONG") != nullptr;
+  auto v = arg<const int*>(p, 0);
+  int n = arg<int>(p, 1), want = arg<int>(p, 2);
+  int best = n;
+  for (int i = 0; i < n && best == n; ++i)
+    if (v[i] == want) best = i;
+  *arg<int*>(p, 3) = wrong ? best + 1 : best;
+}
+
 // tests/cuda/devmem.cu
 void pitch_fill(const rgpu_host_launch* l, void** p) {
   auto d = arg<unsigned char*>(p, 0);
@@ -354,6 +369,7 @@ const rgpu_host_kernel kKernels[] = {
     {"lib_scale", lib_scale},
     {"lib_add", lib_add},
     {"bench_empty", bench_empty},
+    {"bench_find", bench_find},
     {"slow_fill", slow_fill},
     {"add_one", add_one},
     {"wait_flag", wait_flag},
