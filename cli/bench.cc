@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/bench_app.h"
+#include "cli/bench_emu.h"
 #include "cli/bench_peer.h"
 #include "cli/bench_startup.h"
 #include "client/client.h"
@@ -228,7 +229,8 @@ for ax, direction in zip(axes, ["h2d", "d2h"]):
                 label = f"{mode} {transport} {mem}" if transport else f"{mode} {mem}"
                 ax.plot(*zip(*pts), styles[mode] if transport != "shm" else "-.", marker="o",
                         label=label)
-    pts = sorted((r["bytes"], r["value"]) for r in rows if r["op"] == "stream" and r["mode"] == "link")
+    pts = sorted((r["bytes"], r["value"]) for r in rows
+                 if r["op"] == "stream" and r["mode"] == "link" and not r.get("transport"))
     if pts:
         ax.plot(*zip(*pts), styles["link"], marker="x", color="black", label="raw TCP stream")
     ax.set_xscale("log", base=2)
@@ -300,7 +302,7 @@ void print_graph_summary(const std::vector<Result>& all) {
 void usage() {
   fprintf(stderr,
           "usage: rgpu bench [--max-size SIZE] [--json FILE] [--plot FILE.png] [--tls HOST:PORT]\n"
-          "                  [--no-app] [--no-startup]\n"
+          "                  [--no-app] [--no-startup] [--emu SPEC]\n"
           "       rgpu bench --peer [--max-size SIZE] [--json FILE]\n"
           "  Measures, in one run: the latency of a synchronous call, the empty-kernel launch\n"
           "  rate, the cudaGraphLaunch rate of a one-kernel graph, a captured graph's replay (100\n"
@@ -312,6 +314,9 @@ void usage() {
           "  --tls HOST:PORT: also through rgpu over TLS to the rgpud there (one started with\n"
           "  --tls-cert; RGPU_TLS_CA, RGPU_TLS_CERT/KEY and RGPU_TOKEN as for any client), with\n"
           "  the TLS cost against plain TCP in the same run.\n"
+          "  --emu SPEC: also the rgpu rows over TCP and the raw link under network emulation\n"
+          "  (RGPU_NET_EMU=SPEC, e.g. rtt=25us,gbps=100; rgpud must run with the same), labelled\n"
+          "  tcp+emu.\n"
           "  When python3 can import torch, also the median step time of a small CNN's training\n"
           "  (examples/torch_train.py, batch 64) natively and through rgpu; --no-app skips it.\n"
           "  Start-up and small calls (--no-startup skips them): a fresh process's time to its\n"
@@ -327,7 +332,7 @@ void usage() {
 
 int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) {
   uint64_t max_bytes = 1ull << 30;
-  std::string json, plot, tls_server;
+  std::string json, plot, tls_server, emu;
   bool app = true, peer = false, startup = true;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -337,9 +342,15 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
       startup = false;
     } else if (a == "--peer") {
       peer = true;
-    } else if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls") &&
+    } else if ((a == "--json" || a == "--plot" || a == "--max-size" || a == "--tls" ||
+                a == "--emu") &&
                i + 1 < argc) {
       std::string v = argv[++i];
+      if (a == "--emu") {
+        auto s = emu_spec(v);
+        if (!s) return 2;
+        emu = *s;
+      }
       if (a == "--tls") {
         if (!parse_host_port(v)) {
           usage();
@@ -426,6 +437,25 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
         "link: skipped, the server is not on this machine (the raw link is measured on loopback)");
   }
 
+  if (!emu.empty()) {  // the same rows under network emulation (cli/bench_emu.cc)
+    std::string note;
+    if (server_emulates(emu, note)) {
+      fprintf(stderr, "rgpu bench: through rgpu over TCP under emulation (%s)...\n", emu.c_str());
+      std::string device_emu;
+      auto r = run_worker(worker, "rgpu", kEmuTransport, emu_worker_env(lib_dir, emu), max_bytes,
+                          device_emu);
+      all.insert(all.end(), r.begin(), r.end());
+    } else {
+      notes.push_back(note);
+    }
+    if (local)
+      with_emulated_links(emu, [&] {
+        fprintf(stderr, "rgpu bench: raw link under emulation (%s)...\n", emu.c_str());
+        for (Result& l : measure_link(max_bytes))
+          all.push_back({l.op, l.bytes, l.mode, l.value, l.unit, kEmuTransport});
+      });
+  }
+
   // The application row: the small CNN's step time (PyTorch reads CUDA_VISIBLE_DEVICES itself,
   // so the rgpu runs leave it alone; rgpu's libraries come first on the library path).
   const std::string script = app ? find_train_script(exe_dir) : "";
@@ -484,6 +514,14 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   if (!tls_server.empty()) print_tls_rows(all, tls_server, max_bytes);
   print_graph_summary(all);
   if (startup) print_startup_rows(st);
+  if (!emu.empty())
+    print_emu_rows(emu, max_bytes,
+                   [&](const std::string& op, uint64_t bytes, const std::string& mode,
+                       const std::string& transport) -> std::optional<EmuValue> {
+                     const Result* r = find(all, op, bytes, mode, transport);
+                     if (!r) return std::nullopt;
+                     return EmuValue{r->value, r->unit};
+                   });
 
   // The targets (same run).
   uint64_t big = 4;

@@ -15,6 +15,7 @@
 #include "common/spin.h"
 #include "common/strings.h"
 #include "transport/registry.h"
+#include "transport/tcp/net_emu.h"
 
 namespace rgpu::client {
 
@@ -43,7 +44,9 @@ std::string client_info() {
   gethostname(host, sizeof host - 1);
   std::string prog;
   std::ifstream("/proc/self/comm") >> prog;
-  return std::string(host) + " pid " + std::to_string(getpid()) + " " + prog;
+  // The tag announces RGPU_NET_EMU: rgpud then emulates its direction too (net_emu.h).
+  return std::string(host) + " pid " + std::to_string(getpid()) + " " + prog +
+         transport::net_emu_tag();
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "server/supervisor.h"
 #include "server/tls_gate.h"
 #include "transport/registry.h"
+#include "transport/tcp/net_emu.h"
 
 namespace rgpu::server {
 namespace {
@@ -367,7 +368,13 @@ int run_daemon(const DaemonConfig& cfg) {
   spc.decompressions = decompressions;
   spc.users = users;
   spc.token = token;
-  spc.server_info = "rgpud " RGPU_VERSION " on " + hostname();
+  // The tag announces RGPU_NET_EMU to clients (rgpu bench --emu checks it).
+  spc.server_info = "rgpud " RGPU_VERSION " on " + hostname() + transport::net_emu_tag();
+  if (transport::process_net_emu().on())
+    LOG_NOTICE(
+        "network emulation (RGPU_NET_EMU): %s on TCP, this side's direction, toward clients "
+        "that emulate theirs (not over shm or TLS)",
+        transport::process_net_emu().spec().c_str());
   spc.use_cuda = use_cuda;
   spc.gpu_count = gpus;
   spc.driver_version = driver;

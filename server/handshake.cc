@@ -10,6 +10,7 @@
 #include "channel/handshake.h"
 #include "common/cuda_errors.h"
 #include "common/log.h"
+#include "transport/tcp/net_emu.h"
 
 namespace rgpu::server {
 
@@ -47,6 +48,11 @@ bool server_handshake(transport::Connection& conn, const HandshakeConfig& cfg, H
                                   std::to_string(geteuid()) +
                                   " without a token (start it with --token-file)"};
     LOG_INFO("client %s: %s (%s)", conn.peer().c_str(), h.client_info.c_str(), h.arch.c_str());
+    // RGPU_NET_EMU: this side's direction is emulated toward a client that emulates its own (so
+    // a plain client of the same rgpud is measured plain); from the Hello's reply on.
+    if (transport::net_emu_announced(h.client_info) && transport::net_emu_activate(conn))
+      LOG_INFO("client %s: network emulation %s both ways", conn.peer().c_str(),
+               transport::process_net_emu().spec().c_str());
     return std::nullopt;
   };
   channel::Channel ch(conn);

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "server/peer_vouch.h"
+#include "transport/tcp/net_emu.h"
 #include "transport/tcp/tcp.h"
 #include "transport/tls/tls.h"
 
@@ -278,7 +279,8 @@ void PeerCopier::connect(Link& l, const PeerJob& job) {
   }
   channel::Channel& ch = *l.ch;
   HelloReq hello;
-  hello.client_info = "rgpud peer link (pid " + std::to_string(getpid()) + ")";
+  hello.client_info =
+      "rgpud peer link (pid " + std::to_string(getpid()) + ")" + transport::net_emu_tag();
   hello.timeout_ms = static_cast<uint32_t>(timeout_s_) * 1000;
   hello.purpose = static_cast<uint32_t>(LinkPurpose::PeerLink);
   // No token: a peer link never answers a token challenge (the answer would be a client's

@@ -17,6 +17,7 @@
 
 #include "transport/memory.h"
 #include "transport/registry.h"
+#include "transport/tcp/net_emu.h"
 #include "transport/tcp/tcp.h"
 #include "transport/tls/tls.h"
 
@@ -72,6 +73,11 @@ Ends connect_through(const Provider& p) {
 }
 
 Ends make_ends(const std::string& name) {
+  if (name == "tcp_emu") {  // TCP under RGPU_NET_EMU's delay line keeps every promise too
+    std::string error;
+    NetEmuScope scope(*parse_net_emu("rtt=1ms,gbps=10", error));
+    return connect_through(*Registry::builtin().find("tcp"));
+  }
   if (name != "tls") return connect_through(*Registry::builtin().find(name));
   Ends e = connect_through(*Registry::builtin().find("tcp"));
   const std::string d = tls_dir();
@@ -88,6 +94,7 @@ std::vector<std::string> variants() {
   std::vector<std::string> v;
   for (const auto& p : Registry::builtin().providers()) v.push_back(p->name());
   v.push_back("tls");
+  v.push_back("tcp_emu");
   return v;
 }
 
@@ -102,8 +109,9 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(Conformance, ConnectsAndKnowsItsKind) {
-  EXPECT_EQ(std::string(e_.client->kind()), GetParam());
-  EXPECT_EQ(std::string(e_.server->kind()), GetParam());
+  const std::string kind = GetParam() == "tcp_emu" ? "tcp" : GetParam();
+  EXPECT_EQ(std::string(e_.client->kind()), kind);
+  EXPECT_EQ(std::string(e_.server->kind()), kind);
   EXPECT_FALSE(e_.server->peer().empty());
   if (const Provider* p = Registry::builtin().find(GetParam())) {
     // What the provider promises, its connections do.

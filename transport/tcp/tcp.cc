@@ -15,6 +15,8 @@
 #include <cstring>
 #include <vector>
 
+#include "transport/tcp/net_emu.h"
+
 namespace rgpu::transport {
 namespace {
 
@@ -245,7 +247,8 @@ class TcpListener final : public Listener {
       throw TransportError(std::string("accept failed: ") + errno_text(errno));
     }
     tune_socket(fd);
-    return std::make_unique<TcpConnection>(fd, sockaddr_text(reinterpret_cast<sockaddr*>(&ss)));
+    return tcp_emulation(
+        std::make_unique<TcpConnection>(fd, sockaddr_text(reinterpret_cast<sockaddr*>(&ss))), true);
   }
   int fd() const override { return fd_; }
   uint16_t port() const override { return port_; }
@@ -317,7 +320,8 @@ std::unique_ptr<Connection> tcp_connect(const std::string& host, uint16_t port, 
     }
     tune_socket(fd);
     int rc = connect_within(fd, a->ai_addr, a->ai_addrlen, timeout_s);
-    if (rc == 0) return std::make_unique<TcpConnection>(fd, sockaddr_text(a->ai_addr));
+    if (rc == 0)
+      return tcp_emulation(std::make_unique<TcpConnection>(fd, sockaddr_text(a->ai_addr)), false);
     last = rc == ETIMEDOUT && timeout_s > 0 ? "no answer within " + std::to_string(timeout_s) + " s"
                                             : errno_text(rc);
     ::close(fd);

@@ -1,5 +1,6 @@
 // TCP transport: TCP_NODELAY, large socket buffers, keepalive (a vanished peer is noticed), and
-// scatter/gather sendmsg/recvmsg straight from and into the caller's buffers.
+// scatter/gather sendmsg/recvmsg straight from and into the caller's buffers.  Connections made by
+// tcp_connect and accepted by tcp_listen's listener carry RGPU_NET_EMU's emulation (net_emu.h).
 #pragma once
 
 #include <memory>
@@ -21,7 +22,7 @@ std::string tcp_source_key(int fd);
 // Whether every address `host` resolves to for listening is a loopback address (0.0.0.0, ::, a
 // public name: false).  Throws TransportError when it does not resolve.
 bool tcp_host_is_loopback(const std::string& host);
-// Wraps an already connected socket (takes ownership).
+// Wraps an already connected socket (takes ownership); never emulated (TLS takes the socket).
 std::unique_ptr<Connection> tcp_adopt(int fd, const std::string& peer);
 
 }  // namespace rgpu::transport
