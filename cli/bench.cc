@@ -20,6 +20,7 @@
 #include "cli/bench_emu.h"
 #include "cli/bench_peer.h"
 #include "cli/bench_startup.h"
+#include "cli/bench_targets.h"
 #include "client/client.h"
 #include "client/config.h"
 #include "common/strings.h"
@@ -29,15 +30,6 @@ namespace rgpu::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Result {
-  std::string op;
-  uint64_t bytes = 0;
-  std::string mode;  // native, rgpu, link
-  double value = 0;
-  std::string unit;
-  std::string transport;  // rgpu's: tcp or shm
-};
 
 // Runs the measuring program with `env` added; returns its results (empty on failure).
 std::vector<Result> run_worker(const std::string& worker, const std::string& mode,
@@ -163,23 +155,6 @@ std::optional<Result> measure_ping() {
   }
   std::sort(us.begin(), us.end());
   return Result{"ping", 0, "rgpu", us[us.size() / 2], "us", l->hello().transport};
-}
-
-std::string human(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  double v = static_cast<double>(b);
-  while (v >= 1024 && u < 3) v /= 1024, ++u;
-  char s[32];
-  snprintf(s, sizeof s, "%g %s", v, units[u]);
-  return s;
-}
-
-const Result* find(const std::vector<Result>& rs, const std::string& op, uint64_t bytes,
-                   const std::string& mode, const std::string& transport = "") {
-  for (auto& r : rs)
-    if (r.op == op && r.bytes == bytes && r.mode == mode && r.transport == transport) return &r;
-  return nullptr;
 }
 
 std::string cell(const Result* r) {
@@ -523,68 +498,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
                      return EmuValue{r->value, r->unit};
                    });
 
-  // The targets (same run).
-  uint64_t big = 4;
-  while (big * 16 <= max_bytes) big *= 16;
-  printf("targets (TCP):\n");
-  for (const char* op : {"h2d_pinned", "d2h_pinned"}) {
-    const Result* g = find(all, op, big, "rgpu", "tcp");
-    const Result* l = find(all, "stream", big, "link");
-    if (g && l)
-      printf("  %-11s %s: rgpu %.2f GB/s vs raw TCP %.2f GB/s = %.2f (target >= 0.90): %s\n", op,
-             human(big).c_str(), g->value, l->value, g->value / l->value,
-             g->value >= 0.9 * l->value ? "met" : "MISSED");
-  }
-  const Result* sc = find(all, "sync_call", 0, "rgpu", "tcp");
-  const Result* rtt = find(all, "sync_call", 0, "link");
-  if (sc && rtt)
-    printf("  sync call: rgpu %.1f us vs raw round trip %.1f us + 5 us: %s\n", sc->value,
-           rtt->value, sc->value <= rtt->value + 5 ? "met" : "MISSED");
-  const Result* ln = find(all, "launch_rate", 0, "native");
-  const Result* lg = find(all, "launch_rate", 0, "rgpu", "tcp");
-  if (ln && lg)
-    printf("  launch rate: rgpu %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", lg->value,
-           ln->value, lg->value / ln->value, lg->value >= 0.5 * ln->value ? "met" : "MISSED");
-
-  for (uint64_t b : kAllocSizes) {
-    const Result* an = find(all, "alloc_rate", b, "native");
-    const Result* ag = find(all, "alloc_rate", b, "rgpu", "tcp");
-    if (an && ag)
-      printf("  malloc+free %6s: rgpu %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n",
-             human(b).c_str(), ag->value, an->value, ag->value / an->value,
-             ag->value >= 0.5 * an->value ? "met" : "MISSED");
-  }
-
-  if (find(all, "sync_call", 0, "rgpu", "shm") && ln) {
-    printf("targets (shared memory, co-located):\n");
-    for (const char* op : {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"}) {
-      const Result* m = find(all, op, big, "rgpu", "shm");
-      const Result* n = find(all, op, big, "native");
-      double want = strstr(op, "pinned") ? 0.95 : 0.90;
-      if (m && n)
-        printf("  %-12s %s: shm %.2f GB/s vs native %.2f GB/s = %.2f (target >= %.2f): %s\n", op,
-               human(big).c_str(), m->value, n->value, m->value / n->value, want,
-               m->value >= want * n->value ? "met" : "MISSED");
-    }
-    const Result* ms = find(all, "sync_call", 0, "rgpu", "shm");
-    const Result* ns = find(all, "sync_call", 0, "native");
-    if (ms && ns)
-      printf("  sync call: shm %.1f us vs native %.1f us + 5 us: %s\n", ms->value, ns->value,
-             ms->value <= ns->value + 5 ? "met" : "MISSED");
-    const Result* ml = find(all, "launch_rate", 0, "rgpu", "shm");
-    if (ml)
-      printf("  launch rate: shm %.0f/s vs native %.0f/s = %.2f (target >= 0.50): %s\n", ml->value,
-             ln->value, ml->value / ln->value, ml->value >= 0.5 * ln->value ? "met" : "MISSED");
-  }
-  const Result* cn = find(all, "cnn_step", 0, "native");
-  for (const char* t : {"tcp", "shm"}) {
-    const Result* cg = find(all, "cnn_step", 0, "rgpu", t);
-    const double want = strcmp(t, "tcp") == 0 ? 1.5 : 1.1;
-    if (cn && cg)
-      printf("  CNN step (%s): rgpu %.2f ms vs native %.2f ms = %.2f (target <= %.2f): %s\n", t,
-             cg->value, cn->value, cg->value / cn->value, want,
-             cg->value <= want * cn->value ? "met" : "MISSED");
-  }
+  print_targets(all, max_bytes, startup ? &st : nullptr);  // cli/bench_targets.cc
   if (!json.empty() && !write_json(json, all)) {
     fprintf(stderr, "rgpu bench: cannot write %s\n", json.c_str());
     return 1;
@@ -599,6 +513,23 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   if (!tls_server.empty() && !find(all, "sync_call", 0, "rgpu", "tls")) return 1;
   if (!st.ok) return 1;
   return find(all, "sync_call", 0, "rgpu", "tcp") ? 0 : 1;
+}
+
+std::string human(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 3) v /= 1024, ++u;
+  char s[32];
+  snprintf(s, sizeof s, "%g %s", v, units[u]);
+  return s;
+}
+
+const Result* find(const std::vector<Result>& rs, const std::string& op, uint64_t bytes,
+                   const std::string& mode, const std::string& transport) {
+  for (auto& r : rs)
+    if (r.op == op && r.bytes == bytes && r.mode == mode && r.transport == transport) return &r;
+  return nullptr;
 }
 
 }  // namespace rgpu::cli

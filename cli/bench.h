@@ -1,8 +1,27 @@
 // rgpu bench: the same operations natively, through rgpu, and over the raw link, in one run.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace rgpu::cli {
 
 int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir);
+
+// One measured row.
+struct Result {
+  std::string op;
+  uint64_t bytes = 0;
+  std::string mode;  // native, rgpu, link
+  double value = 0;
+  std::string unit;
+  std::string transport;  // rgpu's: tcp or shm
+};
+
+// The row of `op` at `bytes` in `mode` (native, rgpu, link) over `transport`; null when absent.
+const Result* find(const std::vector<Result>& rs, const std::string& op, uint64_t bytes,
+                   const std::string& mode, const std::string& transport = "");
+std::string human(uint64_t bytes);  // 4B, 256KiB, 1GiB
 
 }  // namespace rgpu::cli

@@ -312,13 +312,6 @@ class Bench {
   StartupRun result_;
 };
 
-const StartupRow* find_row(const StartupRun& run, const std::string& op, const std::string& mode,
-                           const std::string& transport, const std::string& unit) {
-  for (auto& r : run.rows)
-    if (r.op == op && r.mode == mode && r.transport == transport && r.unit == unit) return &r;
-  return nullptr;
-}
-
 }  // namespace
 
 StartupRun bench_startup(const char* exe_dir, const char* lib_dir, bool native,
@@ -359,6 +352,13 @@ void print_startup_rows(const StartupRun& run) {
   row("loop_thrust", "loop_thrust", "us/iter");
   row("  round trips", "loop_thrust", "rt/iter");
   for (auto& n : run.notes) printf("note: %s\n", n.c_str());
+}
+
+const StartupRow* find_row(const StartupRun& run, const std::string& op, const std::string& mode,
+                           const std::string& transport, const std::string& unit) {
+  for (auto& r : run.rows)
+    if (r.op == op && r.mode == mode && r.transport == transport && r.unit == unit) return &r;
+  return nullptr;
 }
 
 }  // namespace rgpu::cli

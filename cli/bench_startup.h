@@ -28,5 +28,8 @@ struct StartupRun {
 StartupRun bench_startup(const char* exe_dir, const char* lib_dir, bool native,
                          const std::vector<std::string>& transports);
 void print_startup_rows(const StartupRun& run);
+// The row of `op` in `mode` over `transport` ("" natively) with `unit`; null when absent.
+const StartupRow* find_row(const StartupRun& run, const std::string& op, const std::string& mode,
+                           const std::string& transport, const std::string& unit);
 
 }  // namespace rgpu::cli

@@ -326,6 +326,25 @@ if [ "${RGPU_E2E_PEER:-1}" != 0 ]; then
   peer_targets=$(sed -n '/^targets/,$p' "$out/bench-peer.txt" | sed '1s/.*/peer copies (GPU 0 -> GPU '"$g2"', client on shm):/')
 fi
 
+# The same figures as on a real network (issue 29): an rgpud with RGPU_NET_EMU, rgpu bench --emu
+# (plain and emulated rows in one run).  RGPU_E2E_EMU=0 skips it; RGPU_E2E_EMU_SPEC sets the link.
+emu_rows=""
+if [ "${RGPU_E2E_EMU:-1}" != 0 ]; then
+  emu_spec="${RGPU_E2E_EMU_SPEC:-rtt=25us,gbps=100}"
+  echo "== rgpu bench --emu $emu_spec"
+  f="$out/emu.port"
+  RGPU_NET_EMU="$emu_spec" "$build/server/rgpud" --backend cuda --listen 127.0.0.1:0 --port-file "$f" \
+    2>"$out/rgpud-emu.log" &
+  emu_pid=$!
+  for _ in $(seq 300); do [ -s "$f" ] && break; sleep 0.05; done
+  RGPU_SERVERS="127.0.0.1:$(cat "$f")" timeout 300 "$build/cli/rgpu" bench --emu "$emu_spec" \
+    --no-app --no-startup --max-size "${RGPU_E2E_EMU_MAX:-64MiB}" >"$out/bench-emu.txt" 2>"$out/bench-emu.err" ||
+    { tail -5 "$out/bench-emu.err"; failures=$((failures + 1)); }
+  kill $emu_pid 2>/dev/null
+  cp "$out/bench-emu.txt" "$results/bench-emu.txt"
+  emu_rows=$(sed -n '/^under network emulation/,/^$/p' "$out/bench-emu.txt")
+fi
+
 {
 echo
 echo "rgpu GPU end-to-end: $card; rgpud --backend cuda on $servers"
@@ -347,6 +366,8 @@ for l in "${loops[@]}"; do echo "$l"; done
 echo "native graphs captured by rgpud (graphs launched twice or more): $native_graphs"
 sed -n '/^targets/,$p' "$out/bench.txt"
 [ -n "$peer_targets" ] && echo "$peer_targets"
+awk '/^start-up \(fresh processes/{on=1} /^(targets|under network)/{on=0} on' "$out/bench.txt"
+[ -n "$emu_rows" ] && echo "$emu_rows"
 echo "checks failed: $failures"
 } | tee "$out/summary.txt"
 cp "$out/summary.txt" "$results/summary.txt"
