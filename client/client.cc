@@ -45,6 +45,7 @@ Client::Client(bool configured)
   if (configured) cfg = load_config();
   eager_bytes_ = cfg.eager_bytes;
   small_ = std::make_unique<SmallAllocations>(cfg.small_alloc_max);
+  local_sync_ = cfg.local_sync;
   std::map<std::pair<std::string, uint16_t>, ServerLink*> by_address;
   for (const DeviceSpec& d : cfg.devices) {
     Virtual v;
@@ -177,21 +178,25 @@ CudaError Client::reset(int dev) {
   CudaError e;
   ServerLink* l = link(dev, &e);
   if (!l) return e;
-  forget_pools(dev);
-  managed_forget_device(dev);
-  vmm_forget_device(dev);
-  for (const DeviceRange& r : map_.device_allocations(dev)) map_.remove_device(r.base);
-  modules_.forget_device(dev);
-  // The server frees every allocation of the GPU, in every window: the slabs of each virtual
-  // device naming it go too.
+  // The server frees everything of the GPU, in every window: what the client knows of each
+  // virtual device naming it goes too.
+  std::vector<int> gone;
   for (size_t d = 0; d < devices_.size(); ++d)
     if (devices_[d].link == l && devices_[d].spec.gpu == devices_[dev].spec.gpu)
-      small_->forget_device(static_cast<int>(d));
+      gone.push_back(static_cast<int>(d));
+  for (int d : gone) {
+    forget_pools(d);
+    managed_forget_device(d);
+    vmm_forget_device(d);
+    for (const DeviceRange& r : map_.device_allocations(d)) map_.remove_device(r.base);
+    modules_.forget_device(d);
+    small_->forget_device(d);
+  }
   e = l->call<DeviceResetMsg>(DeviceReq{devices_[dev].spec.gpu});
   if (e == err::Success) l->clear_sticky();  // the server's session is clean again
   // Again once the server has reset: a resolution another thread had in flight may have been
   // answered before the reset and kept since (client/module_loading.cc drops it on the epoch).
-  modules_.forget_device(dev);
+  for (int d : gone) modules_.forget_device(d);
   return e;
 }
 
@@ -223,7 +228,7 @@ CudaError Client::malloc(int dev, size_t size, void** ptr) {
     if (rep.ptr) l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});  // (an earlier failure came back)
     return e;
   }
-  if (!adopt_allocation(dev, rep.ptr, size, "an allocation")) {
+  if (small_->overlaps(rep.ptr, size) || !adopt_allocation(dev, rep.ptr, size, "an allocation")) {
     l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
     return err::MemoryAllocation;
   }
@@ -255,7 +260,8 @@ bool Client::small_chunk(int dev, ServerLink* l, size_t size, void** ptr, CudaEr
     const bool inside = rep.ptr >= spec.window_base &&
                         rep.ptr - spec.window_base < spec.window_size &&
                         slab <= spec.window_size - (rep.ptr - spec.window_base);
-    if (me != err::Success || !inside || map_.overlaps_known(rep.ptr, slab)) {
+    const bool known = map_.overlaps_known(rep.ptr, slab) || small_->overlaps(rep.ptr, slab);
+    if (me != err::Success || !inside || known) {
       if (rep.ptr) {  // allocated (an earlier failure came with the reply) or misplaced
         if (me == err::Success)
           LOG_ERROR(
@@ -263,18 +269,23 @@ bool Client::small_chunk(int dev, ServerLink* l, size_t size, void** ptr, CudaEr
               "address window or over memory this process knows; refused",
               dev, spec.text.c_str(), static_cast<unsigned long long>(rep.ptr));
         l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
-      }
-      if (me == err::MemoryAllocation) {  // (a limit, or the GPU is full): until memory is freed,
-        small_->refuse_slabs(dev);        // allocations ask the server (one round trip each)
+      } else if (me == err::MemoryAllocation) {  // (a limit, or the GPU is full): until memory
+        small_->refuse_slabs(dev);  // is freed, allocations ask the server (a round trip each)
         return false;
       }
       *e = me != err::Success ? me : err::MemoryAllocation;
       return true;
     }
     p = small_->add_slab(dev, rep.ptr, size);
+    if (!p) {  // (another thread added a slab there meanwhile)
+      l->call<FreeMsg>(FreeReq{spec.gpu, rep.ptr});
+      *e = err::MemoryAllocation;
+      return true;
+    }
   }
   if (!adopt_allocation(dev, p, size, "a small allocation")) {
     uint64_t slab = 0;
+    small_->mark_exported(p);  // retires the slab: that chunk is never handed out again
     small_->release(p, &slab);
     if (slab) l->call<FreeMsg>(FreeReq{spec.gpu, slab});
     *e = err::MemoryAllocation;

@@ -777,8 +777,10 @@ class Client {
   // false when the caller should ask the server for the allocation itself (an older server, an
   // error the link holds, no memory for a slab).
   bool small_chunk(int dev, ServerLink* l, size_t size, void** ptr, CudaError* e);
-  // A synchronization of `s` would return at once (client/streams.cc); counted as answered here.
-  bool idle_known(ServerLink* l, const Stream& s);
+  // A synchronization of `s` would return at once (client/streams.cc); counted as answered here
+  // (as request `would_be`).  RGPU_LOCAL_SYNC=0: never.
+  bool idle_known(ServerLink* l, const Stream& s, proto::MsgId would_be);
+  bool local_sync_ = true;
   ModuleStore modules_;
   ContextTable contexts_;
   std::unique_ptr<std::atomic<bool>[]> runtime_retained_;  // the runtime's primary reference

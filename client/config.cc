@@ -132,6 +132,7 @@ Config load_config() {
       LOG_ERROR("RGPU_SMALL_ALLOC=%s is not a size up to 256K; using %llu", e,
                 static_cast<unsigned long long>(c.small_alloc_max));
   }
+  if (const char* e = getenv("RGPU_LOCAL_SYNC"); e && *e) c.local_sync = strcmp(e, "0") != 0;
   if (const char* e = getenv("RGPU_TIMEOUT"); e && *e) {
     int v = 0;
     auto [p, ec] = std::from_chars(e, e + strlen(e), v);

@@ -55,6 +55,9 @@ struct Config {
   // cudaMalloc/cuMemAlloc of at most this many bytes takes a chunk of a slab the server granted
   // (client/small_allocs.h): no round trip (RGPU_SMALL_ALLOC; 0: every allocation asks the server).
   uint64_t small_alloc_max = 64 << 10;
+  // A stream synchronization or query answered on the client when nothing was sent since a
+  // synchronous call found the stream idle (RGPU_LOCAL_SYNC=0: every one asks the server).
+  bool local_sync = true;
   // Liveness (RGPU_TIMEOUT): the handshake must finish, and while a synchronous call waits
   // something (a reply, data, a heartbeat) must arrive from the server, within this many seconds;
   // otherwise the link fails with cudaErrorDevicesUnavailable.  0: no limit.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 
 namespace rgpu::client {
 
@@ -42,6 +43,10 @@ uint64_t SmallAllocations::add_slab(int dev, uint64_t base, uint64_t size) {
   s.used[0] = 1;
   s.in_use = 1;
   std::lock_guard<std::mutex> lock(mu_);
+  auto next = slabs_.lower_bound(base);
+  if ((next != slabs_.end() && next->first - base < kSlabBytes) ||
+      (next != slabs_.begin() && base - std::prev(next)->first < kSlabBytes))
+    return 0;  // overlaps a slab (a server handing out one address twice)
   slabs_[base] = std::move(s);
   return base;
 }
@@ -124,6 +129,15 @@ uint64_t SmallAllocations::spare(int dev, uint64_t chunk, uint64_t except) const
     if (base != except && s.device == dev && s.chunk == chunk && !s.retired)
       n += s.free.size() + s.quarantine.size();
   return n;
+}
+
+bool SmallAllocations::overlaps(uint64_t p, uint64_t n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slabs_.lower_bound(p);
+  if (it != slabs_.end() && it->first - p < n) return true;  // one starts inside
+  if (it == slabs_.begin()) return false;
+  --it;
+  return p - it->first < kSlabBytes;  // the one before reaches p
 }
 
 bool SmallAllocations::slab_of(uint64_t ptr, uint64_t* base) const {

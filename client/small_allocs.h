@@ -48,7 +48,7 @@ class SmallAllocations {
   // size wait in quarantine (a reclaim would free them).
   uint64_t take(int dev, uint64_t size, bool* reclaimable);
   // Adds a slab of kSlabBytes at `base` (from the server) for chunks of `size`'s class and takes
-  // its first chunk.
+  // its first chunk; 0 (nothing added) when it overlaps a slab.
   uint64_t add_slab(int dev, uint64_t base, uint64_t size);
   // A reclaim of `dev`: begin_reclaim closes the current epoch and returns it (the server is
   // asked about it); finish_reclaim(complete) frees the chunks quarantined in epochs below
@@ -65,6 +65,8 @@ class SmallAllocations {
   // failed (the slab stays retired).
   bool mark_exported(uint64_t ptr, bool* fresh = nullptr);
   void unmark_exported(uint64_t ptr);
+  // Whether [p, p + n) overlaps a slab (a new slab or allocation from the server must not).
+  bool overlaps(uint64_t p, uint64_t n) const;
   // The slab that holds chunk `ptr`: false when `ptr` lies in no slab.
   bool slab_of(uint64_t ptr, uint64_t* base) const;
   // cudaDeviceReset: the server freed the device's slabs.

@@ -115,7 +115,7 @@ CudaError Client::stream_synchronize(const Stream& s) {
   ServerLink* l = link(s.device, &e);
   if (!l) return e;
   const uint32_t gpu = devices_[s.device].spec.gpu;
-  if (idle_known(l, s)) return err::Success;
+  if (idle_known(l, s, MsgId::StreamSynchronize)) return err::Success;
   const uint64_t owed = s.id == 0 ? owed_mark() : 0;  // copies between servers go on stream 0
   e = l->call<StreamSynchronizeMsg>(ObjectReq{gpu, s.id});
   if (e == err::Success) {
@@ -129,10 +129,10 @@ CudaError Client::stream_synchronize(const Stream& s) {
 // synchronous call found it idle nothing was sent on the link (no work can have reached it), no
 // error waits to be reported, and no copy between servers is owed (those are queued through
 // other links).  Thrust synchronizes after reading a result back, for instance.
-bool Client::idle_known(ServerLink* l, const Stream& s) {
-  if (!l->clean() || owed_mark() != 0) return false;
+bool Client::idle_known(ServerLink* l, const Stream& s, MsgId would_be) {
+  if (!local_sync_ || !l->clean() || owed_mark() != 0) return false;
   if (!l->known_idle(devices_[s.device].spec.gpu, s.id)) return false;
-  l->stats().note_local(static_cast<uint16_t>(MsgId::StreamSynchronize));
+  l->stats().note_local(static_cast<uint16_t>(would_be));
   return true;
 }
 
@@ -140,7 +140,7 @@ CudaError Client::stream_query(const Stream& s) {
   CudaError e;
   ServerLink* l = link(s.device, &e);
   if (!l) return e;
-  if (idle_known(l, s)) return err::Success;
+  if (idle_known(l, s, MsgId::StreamQuery)) return err::Success;
   return l->call<StreamQueryMsg>(ObjectReq{devices_[s.device].spec.gpu, s.id});
 }
 

@@ -1,10 +1,12 @@
 // SmallReclaim: whether the work issued before an epoch of the client's small-allocation
 // quarantine closed is done (client/small_allocs.h), answered without waiting for the GPU.  Every
 // GPU the session gave work idle now (a few stream queries each, as DeviceSynchronize's ready
-// check) completes the epoch at once; otherwise a mark is kept (private events on the legacy
-// stream and on each stream given work since it was last seen idle, of every such GPU, and the
+// check) completes the epoch at once; otherwise, when every such GPU's legacy stream is idle, a
+// mark is kept (private events on each stream given work since it was last seen idle, and the
 // events of streams the client destroyed before they ended), and a later request finds it done.
-// An allocation never waits: a kernel may wait for what the program does after it.
+// Nothing is ever queued on a legacy stream: an event there would wait for every blocking
+// stream's earlier work and hold back their later work (a kernel waiting for a later one would
+// never end).  An allocation never waits: a kernel may wait for what the program does after it.
 #include <algorithm>
 
 #include "server/session.h"
@@ -17,6 +19,7 @@ using Status = backend::Status;
 namespace {
 constexpr size_t kMarksPerWindow = 8;  // bound the private events a client can hold this way
 constexpr size_t kEventsPerMark = 64;  // (more busy streams: no mark, a new slab instead)
+constexpr size_t kWindows = 64;        // (GPU, window) pairs a session keeps epochs for
 }  // namespace
 
 bool Session::reclaim_mark_done(ReclaimMark& m) {
@@ -36,17 +39,17 @@ bool Session::reclaim_mark_done(ReclaimMark& m) {
   return m.ended.empty();
 }
 
-void Session::drop_reclaim_marks(uint32_t device, bool release) {
+void Session::drop_reclaim_marks(uint32_t device) {
   // A reset destroys the GPU's events: a mark holding one can never be checked again (dropped,
-  // its epochs stay incomplete; the client forgot those slabs anyway).
+  // its epochs stay incomplete; the client forgot those slabs anyway).  Its events on other GPUs
+  // go back to their pools.
   std::erase_if(reclaim_marks_, [&](ReclaimMark& m) {
     bool on = false;
     for (const auto& [d, e] : m.events) on = on || static_cast<uint32_t>(d) == device;
     for (const auto& [d, e] : m.ended) on = on || static_cast<uint32_t>(d) == device;
     if (!on) return false;
-    if (release)
-      for (const auto& [d, e] : m.events)
-        if (static_cast<uint32_t>(d) != device) release_event(d, e);
+    for (const auto& [d, e] : m.events)
+      if (static_cast<uint32_t>(d) != device) release_event(d, e);
     return true;
   });
 }
@@ -54,6 +57,12 @@ void Session::drop_reclaim_marks(uint32_t device, bool release) {
 Status Session::on(SmallReclaimMsg, const SmallReclaimReq& q, SmallReclaimRep& rep) {
   if (Status s = check_device(q.device); !s.ok()) return s;
   const auto key = std::make_pair(q.device, q.window);
+  // A client names a few windows (its virtual devices); any more are answered "nothing complete"
+  // (the client takes new slabs) rather than kept.
+  if (!reclaim_complete_.count(key) && reclaim_complete_.size() >= kWindows) {
+    rep.complete = 0;
+    return Status::success();
+  }
   uint64_t& complete = reclaim_complete_[key];
   std::vector<uint32_t> gpus;
   for (uint32_t g = 0; g < allocs_.size(); ++g)
@@ -82,8 +91,10 @@ Status Session::on(SmallReclaimMsg, const SmallReclaimReq& q, SmallReclaimRep& r
   }
   rep.complete = complete;
   if (marks >= kMarksPerWindow) return Status::success();  // the client takes a new slab
-  std::vector<std::pair<int, uint64_t>> streams;  // each GPU's legacy stream and busy streams
-  for (uint32_t g : gpus) streams.push_back({static_cast<int>(g), 0});
+  // No mark while a legacy stream has work (see above): a later reclaim finds it idle.
+  for (uint32_t g : gpus)
+    if (exec_.stream_query(static_cast<int>(g), 0).code == err::NotReady) return Status::success();
+  std::vector<std::pair<int, uint64_t>> streams;  // the streams that may be busy
   for (const auto& [id, o] : streams_)
     if (o.busy && gpu_used(o.device)) streams.push_back({static_cast<int>(o.device), o.handle});
   if (streams.size() > kEventsPerMark) return Status::success();

@@ -555,7 +555,7 @@ Status Session::on(DeviceResetMsg, const DeviceReq& q, Empty&) {
     for (auto it = objects->begin(); it != objects->end();)
       it = it->second.device == q.device ? objects->erase(it) : std::next(it);
   std::erase_if(ended_streams_, [&](const auto& m) { return m.first == q.device; });
-  drop_reclaim_marks(q.device, /*release=*/false);
+  drop_reclaim_marks(q.device);
   sticky_ = err::Success;
   Status s = exec_.reset(dev);
   forget_private(dev);  // the reset destroyed them

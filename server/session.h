@@ -330,8 +330,8 @@ class Session {
   std::vector<ReclaimMark> reclaim_marks_;
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> reclaim_complete_;  // epochs below: complete
   bool reclaim_mark_done(ReclaimMark& m);  // releases the events found done
-  // cudaDeviceReset (`release` false: the reset destroyed the events of GPU `device`).
-  void drop_reclaim_marks(uint32_t device, bool release);
+  // cudaDeviceReset of GPU `device` (which destroyed its events).
+  void drop_reclaim_marks(uint32_t device);
   // GPUs whose streams the session gave work (bit per GPU; GPUs from 64 on always count).
   mutable uint64_t used_gpus_ = 0;
   void note_gpu_used(uint32_t dev) const {
@@ -466,8 +466,9 @@ class Session {
   struct IpcImport {
     uint32_t device;
     uint64_t map;   // the mapping's reserved range: [map, map + span)
-    uint64_t span;  // the exported allocation is [key, key + size) inside it
-    uint64_t size;  // charged to the importer's quota (Hold::IpcImport)
+    uint64_t span;  // the exported allocation is [key, key + size) inside it; charged to the
+                    // importer (Hold::IpcImport): the mapping keeps it alive
+    uint64_t size;
   };
   void close_ipc_imports(uint32_t dev);  // cudaDeviceReset, session end
   // Withdraws the export of the allocation starting at `ptr` (it is being freed); false when it

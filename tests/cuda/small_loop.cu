@@ -121,7 +121,11 @@ int reuse_check(bool siblings) {
 // reused, a kernel waits for a flag the program copies only after many more allocations.  If an
 // allocation waited for the device to be past that kernel, the kernel would give up after its
 // timeout (20 s) and report that the flag never came.
-int wait_check() {
+//
+// With `blocking` streams, the same once more: then the flag's copy must not be held behind
+// anything a reclaim queued on the legacy stream (which waits for every blocking stream's earlier
+// work, the waiting kernel included, and holds back their later work).
+int wait_check(bool blocking) {
   const int blocks = 96;  // 64 KiB each: three slabs' worth
   const size_t bytes = 64u << 10;
   std::vector<void*> p(blocks);
@@ -134,8 +138,9 @@ int wait_check() {
   CHECK(cudaMemset(seen, 0xff, sizeof(int)));
   CHECK(cudaDeviceSynchronize());
   cudaStream_t sk, sc;
-  CHECK(cudaStreamCreateWithFlags(&sk, cudaStreamNonBlocking));
-  CHECK(cudaStreamCreateWithFlags(&sc, cudaStreamNonBlocking));
+  const unsigned flags = blocking ? cudaStreamDefault : cudaStreamNonBlocking;
+  CHECK(cudaStreamCreateWithFlags(&sk, flags));
+  CHECK(cudaStreamCreateWithFlags(&sc, flags));
   const auto t0 = std::chrono::steady_clock::now();
   wait_flag<<<1, 32, 0, sk>>>(flag, 1, 20ull * 1000 * 1000 * 1000, seen);
   CHECK(cudaGetLastError());
@@ -158,8 +163,8 @@ int wait_check() {
   CHECK(cudaFree(seen));
   CHECK(cudaStreamDestroy(sk));
   CHECK(cudaStreamDestroy(sc));
-  printf("small_loop: %d allocations while a kernel waited for the program: %.2f s\n", blocks, s);
-  printf("small_loop: passed\n");
+  printf("small_loop: %d allocations while a kernel waited for the program (%s streams): %.2f s\n",
+         blocks, blocking ? "blocking" : "non-blocking", s);
   return 0;
 }
 
@@ -212,7 +217,12 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "reuse") return reuse_check(false);
   if (argc > 1 && std::string(argv[1]) == "siblings") return reuse_check(true);
   if (argc > 1 && std::string(argv[1]) == "sync") return sync_check();
-  if (argc > 1 && std::string(argv[1]) == "wait") return wait_check();
+  if (argc > 1 && std::string(argv[1]) == "wait") {
+    if (int rc = wait_check(false); rc != 0) return rc;
+    if (int rc = wait_check(true); rc != 0) return rc;
+    printf("small_loop: passed\n");
+    return 0;
+  }
   const int iters = argc > 1 ? atoi(argv[1]) : 50;
   const int n = 64;  // 256 bytes
   int host[n];

@@ -34,6 +34,16 @@ struct Pair {
   std::unique_ptr<Connection> a, b;  // a connected, b accepted
 };
 
+// Whether `f` is ready within `d`; if not, both ends are shut down first, so that the thread
+// behind `f` (blocked in a receive) ends and the test fails instead of hanging in its destructor.
+template <class F, class D>
+bool ready_or_shut(F& f, D d, Pair& p) {
+  if (f.wait_for(d) == std::future_status::ready) return true;
+  p.a->shutdown();
+  p.b->shutdown();
+  return false;
+}
+
 // A loopback pair, both ends emulated as `emu` says.
 Pair emulated_pair(const NetEmu& emu) {
   NetEmuScope scope(emu);
@@ -110,7 +120,7 @@ TEST(NetEmuLink, PingPongTakesTheEmulatedRoundTrip) {
     p.a->recv(b, 8);
     ms.push_back(ms_since(t0));
   }
-  ASSERT_EQ(echo.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  ASSERT_TRUE(ready_or_shut(echo, std::chrono::seconds(5), p));
   std::sort(ms.begin(), ms.end());
   printf("  emulated rtt=2ms: round trip min %.3f ms, median %.3f ms, max %.3f ms\n", ms.front(),
          ms[ms.size() / 2], ms.back());
@@ -129,7 +139,7 @@ TEST(NetEmuLink, BackToBackSendsReachTheRateWhateverTheRtt) {
   auto t0 = Clock::now();
   auto sink = std::async(std::launch::async, [&] { p.b->recv(dst.data(), dst.size()); });
   for (size_t i = 0; i < kChunks; ++i) p.a->send(src.data(), src.size());
-  ASSERT_EQ(sink.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  ASSERT_TRUE(ready_or_shut(sink, std::chrono::seconds(5), p));
   sink.get();
   const double rate = static_cast<double>(dst.size()) / (ms_since(t0) / 1e3);
   printf("  emulated rtt=10ms,gbps=2: 16 x 1 MiB back to back at %.1f MB/s (%.2f of 250)\n",
@@ -161,8 +171,8 @@ TEST(NetEmuLink, ShutdownWithBytesInTheLineEndsBothSidesAtOnce) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto t0 = Clock::now();
   p.a->shutdown();
-  ASSERT_EQ(peer_reader.wait_for(std::chrono::milliseconds(500)), std::future_status::ready);
-  ASSERT_EQ(own_reader.wait_for(std::chrono::milliseconds(500)), std::future_status::ready);
+  ASSERT_TRUE(ready_or_shut(peer_reader, std::chrono::milliseconds(500), p));
+  ASSERT_TRUE(ready_or_shut(own_reader, std::chrono::milliseconds(500), p));
   EXPECT_LT(ms_since(t0), 500);
   EXPECT_NE(peer_reader.get(), "received");  // dropped with the line, not delivered late
   EXPECT_NE(own_reader.get(), "received");

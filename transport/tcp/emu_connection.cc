@@ -211,6 +211,9 @@ class EmuConnection final : public Connection {
           error_timed_out_ = e.timed_out;
         }
         drop_locked(error_);
+        lock.unlock();
+        inner_->shutdown();  // a caller waiting for a reply to what was lost fails at once
+        lock.lock();
         break;
       }
       lock.lock();
