@@ -193,6 +193,30 @@ done
 [ $hung -eq 0 ] && [ $failed -eq 0 ] || failures=$((failures + 1))
 rows+=("$(printf '%-20s %-16s %-16s %s' "stress_mix x$runs" "-" "hangs $hung" "failures $failed (tcp and shm alternating; stacks in hang-*.txt)")")
 
+echo "== an asynchronous failure reaches the next copy (issue 30, item 6)"
+# A device assert, then a pageable device-to-host cudaMemcpy (4 B, 4 MiB, 64 MiB): the copy and the
+# synchronization after it return cudaErrorAssert, natively and over both transports.
+ae_bad=0; ae_runs=0
+if "$cuda_root/bin/nvcc" -cudart shared -arch="${RGPU_CUDA_ARCH:-sm_90}" -o "$out/async_error" \
+    scripts/gpu-probes/async_error.cu >"$out/async_error.build" 2>&1; then
+  for n in 4 4194304 67108864; do
+    for how in native tcp shm; do
+      if [ $how = native ]; then
+        native limited "ae-native-$n" 60 "$out/async_error" $n >"$out/ae-$how-$n.out" 2>&1
+      else
+        remote_on $how "$out/async_error" $n >"$out/ae-$how-$n.out" 2>&1
+      fi
+      ae_runs=$((ae_runs + 1))
+      grep -q "^copy $n: cudaErrorAssert" "$out/ae-$how-$n.out" &&
+        grep -q "^sync: cudaErrorAssert" "$out/ae-$how-$n.out" || ae_bad=$((ae_bad + 1))
+    done
+  done
+else
+  tail -5 "$out/async_error.build"; ae_bad=1
+fi
+[ $ae_bad -eq 0 ] || failures=$((failures + 1))
+rows+=("$(printf '%-20s %-16s %-16s %s' "async error" "-" "$([ $ae_bad -eq 0 ] && echo passed || echo "FAILED $ae_bad")" "assert then D2H copy of 4 B/4 MiB/64 MiB: error returned in $((ae_runs - ae_bad)) of $ae_runs runs (native, tcp, shm)")")
+
 echo "== unsupported (rgpu only)"
 remote "$build/cuda/unsupported" >"$out/unsupported.rgpu.out" 2>"$out/unsupported.rgpu.err"; rrc=$?
 logged=$(grep -c 'cudaGraphicsUnregisterResource is not supported' "$out/unsupported.rgpu.err")
