@@ -157,23 +157,6 @@ std::optional<Result> measure_ping() {
   return Result{"ping", 0, "rgpu", us[us.size() / 2], "us", l->hello().transport};
 }
 
-std::string cell(const Result* r) {
-  if (!r) return "-";
-  char s[32];
-  if (r->unit == "launches/s")
-    snprintf(s, sizeof s, "%.0f/s", r->value);
-  else
-    snprintf(s, sizeof s, "%.3g %s", r->value, r->unit.c_str());
-  return s;
-}
-
-std::string ratio(const Result* a, const Result* b) {
-  if (!a || !b || b->value == 0) return "-";
-  char s[16];
-  snprintf(s, sizeof s, "%.2f", a->value / b->value);
-  return s;
-}
-
 bool write_json(const std::string& path, const std::vector<Result>& rs) {
   std::ofstream out(path);
   out << "[\n";
@@ -489,14 +472,7 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   if (!tls_server.empty()) print_tls_rows(all, tls_server, max_bytes);
   print_graph_summary(all);
   if (startup) print_startup_rows(st);
-  if (!emu.empty())
-    print_emu_rows(emu, max_bytes,
-                   [&](const std::string& op, uint64_t bytes, const std::string& mode,
-                       const std::string& transport) -> std::optional<EmuValue> {
-                     const Result* r = find(all, op, bytes, mode, transport);
-                     if (!r) return std::nullopt;
-                     return EmuValue{r->value, r->unit};
-                   });
+  if (!emu.empty()) print_emu_rows(emu, max_bytes, all);
 
   print_targets(all, max_bytes, startup ? &st : nullptr);  // cli/bench_targets.cc
   if (!json.empty() && !write_json(json, all)) {
@@ -513,6 +489,23 @@ int bench_main(int argc, char** argv, const char* lib_dir, const char* exe_dir) 
   if (!tls_server.empty() && !find(all, "sync_call", 0, "rgpu", "tls")) return 1;
   if (!st.ok) return 1;
   return find(all, "sync_call", 0, "rgpu", "tcp") ? 0 : 1;
+}
+
+std::string cell(const Result* r) {
+  if (!r) return "-";
+  char s[32];
+  if (r->unit == "launches/s")
+    snprintf(s, sizeof s, "%.0f/s", r->value);
+  else
+    snprintf(s, sizeof s, "%.3g %s", r->value, r->unit.c_str());
+  return s;
+}
+
+std::string ratio(const Result* a, const Result* b) {
+  if (!a || !b || b->value == 0) return "-";
+  char s[16];
+  snprintf(s, sizeof s, "%.2f", a->value / b->value);
+  return s;
 }
 
 std::string human(uint64_t b) {

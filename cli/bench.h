@@ -22,6 +22,10 @@ struct Result {
 // The row of `op` at `bytes` in `mode` (native, rgpu, link) over `transport`; null when absent.
 const Result* find(const std::vector<Result>& rs, const std::string& op, uint64_t bytes,
                    const std::string& mode, const std::string& transport = "");
-std::string human(uint64_t bytes);  // 4B, 256KiB, 1GiB
+std::string human(uint64_t bytes);  // "4 B", "256 KiB", "1 GiB"
+// A table cell: "-" for no row, else the value and its unit; ratio: a / b, "-" when either is
+// missing.
+std::string cell(const Result* r);
+std::string ratio(const Result* a, const Result* b);
 
 }  // namespace rgpu::cli

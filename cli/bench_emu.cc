@@ -2,40 +2,11 @@
 
 #include <cstdio>
 
+#include "cli/bench.h"
 #include "client/client.h"
 #include "transport/tcp/net_emu.h"
 
 namespace rgpu::cli {
-namespace {
-
-std::string human(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  double v = static_cast<double>(b);
-  while (v >= 1024 && u < 3) v /= 1024, ++u;
-  char s[32];
-  snprintf(s, sizeof s, "%g %s", v, units[u]);
-  return s;
-}
-
-std::string cell(const std::optional<EmuValue>& r) {
-  if (!r) return "-";
-  char s[32];
-  if (r->unit == "launches/s")
-    snprintf(s, sizeof s, "%.0f/s", r->value);
-  else
-    snprintf(s, sizeof s, "%.3g %s", r->value, r->unit.c_str());
-  return s;
-}
-
-std::string ratio(const std::optional<EmuValue>& a, const std::optional<EmuValue>& b) {
-  if (!a || !b || b->value == 0) return "-";
-  char s[16];
-  snprintf(s, sizeof s, "%.2f", a->value / b->value);
-  return s;
-}
-
-}  // namespace
 
 std::optional<std::string> emu_spec(const std::string& arg) {
   std::string error;
@@ -88,7 +59,11 @@ void with_emulated_links(const std::string& spec, const std::function<void()>& m
   measure();
 }
 
-void print_emu_rows(const std::string& spec, uint64_t max_bytes, const EmuLookup& find) {
+void print_emu_rows(const std::string& spec, uint64_t max_bytes, const std::vector<Result>& all) {
+  auto find = [&](const std::string& op, uint64_t bytes, const std::string& mode,
+                  const std::string& transport) {
+    return cli::find(all, op, bytes, mode, transport);
+  };
   const char* emu = kEmuTransport;
   printf("\nunder network emulation (RGPU_NET_EMU=%s) vs plain TCP, same run:\n", spec.c_str());
   printf("%-14s %8s %12s %12s %12s %12s %8s %8s\n", "operation", "bytes", "rgpu tcp", "rgpu emu",
@@ -96,8 +71,8 @@ void print_emu_rows(const std::string& spec, uint64_t max_bytes, const EmuLookup
   auto row = [&](const std::string& label, const std::string& op, uint64_t bytes,
                  const std::string& link_op) {
     auto t = find(op, bytes, "rgpu", "tcp"), g = find(op, bytes, "rgpu", emu);
-    auto l = link_op.empty() ? std::nullopt : find(link_op, bytes, "link", emu);
-    auto lp = link_op.empty() ? std::nullopt : find(link_op, bytes, "link", "");
+    const Result* l = link_op.empty() ? nullptr : find(link_op, bytes, "link", emu);
+    const Result* lp = link_op.empty() ? nullptr : find(link_op, bytes, "link", "");
     printf("%-14s %8s %12s %12s %12s %12s %8s %8s\n", label.c_str(),
            bytes ? human(bytes).c_str() : "-", cell(t).c_str(), cell(g).c_str(), cell(lp).c_str(),
            cell(l).c_str(), ratio(g, t).c_str(), ratio(g, l).c_str());

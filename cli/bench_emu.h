@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "cli/bench.h"
+
 namespace rgpu::cli {
 
 inline constexpr const char* kEmuTransport = "tcp+emu";
@@ -26,14 +28,8 @@ std::vector<std::pair<std::string, std::string>> emu_worker_env(const std::strin
 // Runs `measure` (the raw link's rows) with both ends of the TCP connections it makes emulated.
 void with_emulated_links(const std::string& spec, const std::function<void()>& measure);
 
-// One result as the emulation table reads it.
-struct EmuValue {
-  double value = 0;
-  std::string unit;
-};
-using EmuLookup = std::function<std::optional<EmuValue>(
-    const std::string& op, uint64_t bytes, const std::string& mode, const std::string& transport)>;
-// The plain TCP rows against the emulated ones, with the emulated round trip against the spec.
-void print_emu_rows(const std::string& spec, uint64_t max_bytes, const EmuLookup& find);
+// The plain TCP rows of `all` against the emulated ones, with the emulated round trip against
+// the spec.
+void print_emu_rows(const std::string& spec, uint64_t max_bytes, const std::vector<Result>& all);
 
 }  // namespace rgpu::cli

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench.h"
 #include "client/config.h"
 #include "transport/tcp/tcp.h"
 
@@ -30,16 +31,6 @@ struct Row {
   double gbs = 0, us = 0;  // 0: not measured
 };
 using Rows = std::map<uint64_t, Row>;  // by bytes
-
-std::string human(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  double v = static_cast<double>(b);
-  while (v >= 1024 && u < 3) v /= 1024, ++u;
-  char s[32];
-  snprintf(s, sizeof s, "%g %s", v, units[u]);
-  return s;
-}
 
 // The worker through rgpu; fills `peer` and `relay`; `unsupported` when the servers refused the
 // peer copy.  False when the run failed.
