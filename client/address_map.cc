@@ -162,6 +162,7 @@ bool AddressMap::add_host(const HostRange& r) {
   if (overlaps(host_, r.base, r.size) || overlaps(device_, r.base, r.size)) return false;
   host_[r.base] = r;
   host_[r.base].id = next_id_++;
+  if (!r.mapped) unmapped_host_.fetch_add(1, std::memory_order_release);
   return true;
 }
 
@@ -171,6 +172,7 @@ std::optional<HostRange> AddressMap::remove_host(uint64_t base) {
   if (it == host_.end()) return std::nullopt;
   HostRange r = it->second;
   host_.erase(it);
+  if (!r.mapped) unmapped_host_.fetch_sub(1, std::memory_order_release);
   return r;
 }
 

@@ -10,6 +10,7 @@
 // they cost address space only.  No two ranges overlap: one that would is refused.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -62,12 +63,17 @@ class AddressMap {
   bool add_host(const HostRange& r);
   std::optional<HostRange> remove_host(uint64_t base);
   std::optional<HostRange> find_host(uint64_t p) const;
+  // Whether any page-locked host range is not mapped for the GPU (kernels cannot use it): a
+  // lock-free test that keeps the per-launch argument check (Client::unreachable_host_argument)
+  // free when there is none.
+  bool has_unmapped_host() const { return unmapped_host_.load(std::memory_order_acquire) > 0; }
 
  private:
   void reserve_locked(uint64_t base, uint64_t size);
   mutable std::shared_mutex mu_;
   std::map<uint64_t, DeviceRange> device_;
   std::map<uint64_t, HostRange> host_;
+  std::atomic<int> unmapped_host_{0};
   uint64_t next_id_ = 1;                   // the next range's id (CU_POINTER_ATTRIBUTE_BUFFER_ID)
   std::map<uint64_t, uint64_t> reserved_;  // page ranges held PROT_NONE: base -> end
 };

@@ -261,6 +261,10 @@ class Client {
   // Packs a launch (kernels.cc): checks the configuration as the driver would, loads the module.
   CudaError prepare_launch(const Function* f, Dim3 grid, Dim3 block, void** args, size_t shared_mem,
                            const Stream& stream, ServerLink** link, proto::LaunchReq* req);
+  // cudaErrorNotSupported (logged once per kernel) when a pointer argument of `f` points into
+  // page-locked host memory of this process that the GPU cannot reach (kernels.cc).
+  CudaError unreachable_host_argument(const Function* f, const KernelInfo& k,
+                                      const std::vector<uint8_t>& args);
 
   // Streams, events, asynchronous copies and host callbacks (client/streams.cc).
   CudaError resolve_stream(StreamRef ref, Stream* out);

@@ -191,6 +191,7 @@ CudaError Client::graph_add_kernel(const NodeTarget& t, const Function* f, Dim3 
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
   }
+  if (CudaError e = unreachable_host_argument(f, k, q.args); e != err::Success) return e;
   if (attrs.empty())
     return graph_place(t, static_cast<uint16_t>(MsgId::Launch), encode_message(q), nullptr, 0, out);
   LaunchExReq x;

@@ -78,7 +78,43 @@ CudaError Client::prepare_launch(const Function* f, Dim3 grid, Dim3 block, void*
     if (!args || !args[i]) return err::InvalidValue;
     std::memcpy(q.args.data() + k.params[i].offset, args[i], k.params[i].size);
   }
+  if (CudaError e = unreachable_host_argument(f, k, q.args); e != err::Success) return e;
   return managed_before_work(dev, stream.id);  // the kernel may touch managed memory
+}
+
+// Natively every page-locked allocation is device-accessible under unified addressing, mapped
+// flag or not.  Here it is only where the session maps it for its GPU (over shm) or where managed
+// memory stands in (cudaHostAllocMapped over TCP); ordinary page-locked memory of this process
+// is out of a remote GPU's reach, and a kernel dereferencing it would fault with an illegal
+// address and take the context with it.  A pointer parameter naming such memory is refused
+// before anything is sent, with the call, the kernel and the ways around it.  Only parameters of
+// pointer size are looked at (a struct that carries a host pointer it never dereferences is not
+// refused); nothing is looked up while no such memory exists.
+CudaError Client::unreachable_host_argument(const Function* f, const KernelInfo& k,
+                                            const std::vector<uint8_t>& args) {
+  if (!map_.has_unmapped_host()) return err::Success;
+  for (const ParamLayout& p : k.params) {
+    if (p.size != sizeof(uint64_t) || p.offset + sizeof(uint64_t) > args.size()) continue;
+    uint64_t v = 0;
+    std::memcpy(&v, args.data() + p.offset, sizeof v);
+    if (v == 0) continue;
+    std::optional<HostRange> r = map_.find_host(v);
+    if (!r || r->mapped) continue;
+    if (first_time("unreachable host argument " + f->name))
+      LOG_ERROR(
+          "kernel launch of %s: parameter at offset %u points into page-locked host memory "
+          "(%s at 0x%llx, %llu bytes) that this process's GPU cannot reach: it is %s; allocate "
+          "it with cudaHostAllocMapped / cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP) (managed "
+          "memory stands in over TCP), or use a server on this machine (RGPU_TRANSPORT=shm). "
+          "JAX/XLA: its autotuner's timer does this; XLA_FLAGS=--xla_gpu_autotune_level=0 avoids "
+          "it (docs/compatibility.md, \"Mapped page-locked memory\")",
+          f->name.c_str(), p.offset, r->registered ? "cudaHostRegister" : "cudaHostAlloc",
+          static_cast<unsigned long long>(r->base), static_cast<unsigned long long>(r->size),
+          r->registered ? "registered without cudaHostRegisterMapped"
+                        : "not shared with the GPU's server");
+    return err::NotSupported;
+  }
+  return err::Success;
 }
 
 CudaError Client::func_attributes(const Function* f, std::vector<int32_t>& values) {

@@ -5,7 +5,7 @@ set(RGPU_CUDA_PROGRAMS memcpy_roundtrip errors pointer_attrs device_query unsupp
     kernel_no_host_impl async_streams async_stress overlap multi_gpu big_transfer stress_mix flood_async
     limits liveness stream_waits va_windows devmem graphs graphs_query graphs_more graphs_mem pools ipc
     managed arrays misc ipc_events managed_vars pool_share vmm_runtime cross_waits peer_copies graphs_cond
-    tenant_ipc module_globals small_loop)
+    tenant_ipc module_globals small_loop pinned_args)
 set(RGPU_NVCC ${RGPU_CUDA_ROOT}/bin/nvcc)
 set(RGPU_NVCC_FLAGS -cudart shared -std=c++17 -O2 -arch=${RGPU_CUDA_ARCH} -Wno-deprecated-gpu-targets)
 set(RGPU_CUDA_BIN ${PROJECT_BINARY_DIR}/cuda)
