@@ -5,7 +5,7 @@
 #   [PY=script] [GDB_ONLY=1] [RGPU_TRACE_PREFIXES=cuMem,...] jax_diag.sh [BUILD_DIR]
 cd "$(dirname "$0")/../.."
 b=${1:-build-gpu}
-o=${OUT:-$(mktemp -d)}
+o=${OUT:-$(mktemp -d)}; mkdir -p $o
 source scripts/gpu-probes/one_rgpud.sh
 export RGPU_TRANSPORT=shm
 py=${PY:-scripts/gpu-probes/jax_small.py}

@@ -3,7 +3,7 @@
 # and compares their lines.   scripts/gpu-probes/jax_probe.sh [BUILD_DIR]
 cd "$(dirname "$0")/../.."
 b=${1:-build-gpu}
-o=${OUT:-$(mktemp -d)}
+o=${OUT:-$(mktemp -d)}; mkdir -p $o
 source scripts/gpu-probes/one_rgpud.sh
 timeout 200 python3 scripts/gpu-probes/jax_probe.py >$o/native.out 2>$o/native.err
 echo "native rc=$?"
@@ -17,4 +17,4 @@ for f in native shm tcp; do
   grep -E "^rgpu" $o/$f.err | sort | uniq -c | sort -rn | head -20
   grep -E "rror" $o/$f.err | grep -v "^rgpu" | sort | uniq -c | sort -rn | head -5 | cut -c1-300
 done
-grep -c "session" $o/rgpud.log
+echo "sessions in rgpud.log (work went remote): $(grep -c "session" $o/rgpud.log)"
