@@ -296,6 +296,7 @@ namespace {
 // A PROT_NONE reservation of it; null when none was found.
 void* reserve_elsewhere(size_t size, uint64_t seed) {
   constexpr uint64_t kLow = 0x100000000000ull, kHigh = 0x400000000000ull, kAlign = 2ull << 20;
+  if (size == 0 || size > (kHigh - kLow) / 2) return nullptr;
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
   x ^= x >> 29;
   const uint64_t slots = (kHigh - kLow - size) / kAlign;
