@@ -344,7 +344,7 @@ CudaError Client::map_shared_segment(ServerLink* l, int dev, uint64_t key, void*
   }
   LOG_WARN(
       "mapped page-locked memory: the session could not map the segment for its GPU at any "
-      "address tried (error %d; see rgpud's log)",
+      "address tried (error %d)",
       e);
   return err::Success;  // the caller decides: a stand-in for cudaHostAllocMapped, or copies only
 }
