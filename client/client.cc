@@ -620,15 +620,20 @@ CudaError Client::host_alloc(void** ptr, size_t size, unsigned flags) {
       if (l->register_memory(devices_[dev].spec.gpu, r, key) == err::Success) {
         close(r.fd);
         bool mapped = false;  // kernels may use the pointer (client/pools.cc)
-        if (CudaError m = map_shared_segment(l, dev, key, r.base, flags, &mapped);
-            m != err::Success) {
-          l->call<HostShmUnregisterMsg>(HostShmUnregisterReq{key});
-          munmap(r.base, r.size);
-          return m;
+        CudaError m = map_shared_segment(l, dev, key, &r.base, r.size, &mapped);
+        if (m == err::Success && (mapped || !(flags & 0x02))) {
+          map_.add_host(HostRange{u64(r.base), size, flags, false, dev, key, l, mapped});
+          *ptr = r.base;
+          return err::Success;
         }
-        map_.add_host(HostRange{u64(r.base), size, flags, false, dev, key, l, mapped});
-        *ptr = r.base;
-        return err::Success;
+        l->call<HostShmUnregisterMsg>(HostShmUnregisterReq{key});
+        munmap(r.base, r.size);
+        if (m != err::Success) return m;
+        // cudaHostAllocMapped that the session could map nowhere: the stand-in TCP uses.
+        LOG_WARN(
+            "cudaHostAlloc(cudaHostAllocMapped): the rgpud session could not map the shared "
+            "memory for its GPU; managed memory stands in, as over TCP");
+        return host_alloc_emulated(dev, size, flags, ptr);
       }
       transport::free_region(r);
     } catch (const transport::TransportError& ex) {

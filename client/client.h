@@ -801,8 +801,10 @@ class Client {
   // ---- pools (client/pools.cc)
   bool is_pool_allocation(uint64_t ptr);
   MemPool* live_pool(MemPool* pool);  // null for a handle that is not a live pool
-  // Maps a new shared page-locked segment at this process's address in the session too.
-  CudaError map_shared_segment(ServerLink* l, int dev, uint64_t key, void* base, unsigned flags,
+  // Maps a new shared page-locked segment at this process's address in the session too; where the
+  // session has that range taken, the segment moves (here, *base changes) to an address free in
+  // both processes and is asked for again.  *mapped false: the session could not map it anywhere.
+  CudaError map_shared_segment(ServerLink* l, int dev, uint64_t key, void** base, size_t size,
                                bool* mapped);
   CudaError pool_on_server(int dev, uint64_t max_size, std::unique_ptr<MemPool>* out);
   void forget_pools(int dev);  // cudaDeviceReset: the device's pools and allocations are gone

@@ -1,5 +1,7 @@
 // Stream-ordered allocation (memory pools live on the server: server/mem_pools.h) and mapped
 // page-locked memory (shared segments mapped in the session at this process's addresses).
+#include <sys/mman.h>
+
 #include <algorithm>
 
 #include "client/client.h"
@@ -287,22 +289,64 @@ CudaError Client::free_async(void* ptr, const Stream& s) {
 
 // ---- mapped page-locked memory
 
-CudaError Client::map_shared_segment(ServerLink* l, int dev, uint64_t key, void* base,
-                                     unsigned flags, bool* mapped) {
+namespace {
+
+// An address range of `size` bytes free in this process, away from the usual places of mmap, the
+// program and the address windows (0x5000'0000'0000 up), so most likely free in the session too.
+// A PROT_NONE reservation of it; null when none was found.
+void* reserve_elsewhere(size_t size, uint64_t seed) {
+  constexpr uint64_t kLow = 0x100000000000ull, kHigh = 0x400000000000ull, kAlign = 2ull << 20;
+  if (size == 0 || size > (kHigh - kLow) / 2) return nullptr;
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  x ^= x >> 29;
+  const uint64_t slots = (kHigh - kLow - size) / kAlign;
+  void* want = reinterpret_cast<void*>(kLow + (x % slots) * kAlign);
+  void* p = mmap(want, size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (p != want) {  // a kernel without MAP_FIXED_NOREPLACE put it elsewhere
+    munmap(p, size);
+    return nullptr;
+  }
+  return p;
+}
+
+}  // namespace
+
+CudaError Client::map_shared_segment(ServerLink* l, int dev, uint64_t key, void** base, size_t size,
+                                     bool* mapped) {
   *mapped = false;
-  CudaError e = l->call<HostShmMapMsg>(HostShmMapReq{devices_[dev].spec.gpu, key, u64(base)});
-  if (e == err::Success) {
-    *mapped = true;
-    return e;
+  constexpr int kTries = 8;  // after the first: other addresses, free here, asked for there
+  CudaError e = err::Success;
+  for (int attempt = 0; attempt <= kTries; ++attempt) {
+    if (attempt > 0) {
+      // The session has this address taken (its libraries, thread stacks or driver mappings sit
+      // where this process's do): move the segment here to a range free in this process, and ask
+      // again.  No copy uses it yet: the pointer is not handed out.
+      void* hold = reserve_elsewhere(size, u64(*base) ^ (key << 8) ^ attempt);
+      if (!hold) continue;
+      void* moved = mremap(*base, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, hold);
+      if (moved == MAP_FAILED) {
+        munmap(hold, size);
+        continue;
+      }
+      *base = moved;
+    }
+    e = l->call<HostShmMapMsg>(HostShmMapReq{devices_[dev].spec.gpu, key, u64(*base)});
+    if (e == err::Success) {
+      *mapped = true;
+      if (attempt > 0)
+        LOG_INFO("mapped page-locked memory: moved to %p, free in this process and the session",
+                 *base);
+      return e;
+    }
+    if (e != err::NotSupported) break;  // not an address clash (see rgpud's log)
   }
-  if (flags & kHostAllocMapped) {
-    LOG_ERROR(
-        "cudaHostAlloc(cudaHostAllocMapped): the server could not map the memory for its "
-        "GPU at this process's address (see rgpud's log)");
-    return e;
-  }
-  LOG_INFO("page-locked memory at %p is not mapped for the GPU (error %d)", base, e);
-  return err::Success;  // copies still work; only kernels cannot use the pointer
+  LOG_WARN(
+      "mapped page-locked memory: the session could not map the segment for its GPU at any "
+      "address tried (error %d)",
+      e);
+  return err::Success;  // the caller decides: a stand-in for cudaHostAllocMapped, or copies only
 }
 
 CudaError Client::host_alloc_emulated(int dev, size_t size, unsigned flags, void** ptr) {

@@ -36,6 +36,17 @@ CUresult check_prop(const CUmemAllocationProp* prop, const char* fn) {
   }
   if (core().check_device(prop->location.id) != err::Success) return CUDA_ERROR_INVALID_DEVICE;
   const unsigned types = static_cast<unsigned>(prop->requestedHandleTypes);
+  if (types & static_cast<unsigned>(CU_MEM_HANDLE_TYPE_FABRIC)) {
+    // A fabric handle names memory across an NVLink/IMEX fabric of machines; the client's
+    // processes reach the GPU only through rgpud, which is no member of such a fabric.
+    if (core().first_time(std::string(fn) + "-fabric"))
+      LOG_ERROR(
+          "%s: CU_MEM_HANDLE_TYPE_FABRIC is not supported through rgpu (a fabric handle needs "
+          "the GPU in this machine's IMEX domain); use CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR "
+          "or cudaIpcGetMemHandle between processes of this machine",
+          fn);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   if (types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
     if (core().first_time(std::string(fn) + "-handle-type"))
       LOG_ERROR("%s: handle types 0x%x are not supported (none or POSIX file descriptors only)", fn,

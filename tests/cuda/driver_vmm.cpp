@@ -119,6 +119,13 @@ int main() {
   unsigned long long types = 99;  // 64 bits, as NCCL reads it
   EXPECT_OK(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, va + chunk));
   EXPECT_TRUE(types == 0, "ALLOWED_HANDLE_TYPES: none requested, none allowed");
+  if (getenv("DRIVER_VMM_FABRIC_REFUSED")) {
+    // Through rgpu a fabric handle is refused by name (natively it depends on the IMEX setup).
+    CUmemAllocationProp fab_prop = prop;
+    fab_prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+    CUmemGenericAllocationHandle fab = 0;
+    EXPECT_ERR(cuMemCreate(&fab, chunk, &fab_prop, 0), CUDA_ERROR_NOT_SUPPORTED);
+  }
   {
     // An allocation that may be exported as a file descriptor says so through its addresses.
     CUmemAllocationProp fd_prop = prop;

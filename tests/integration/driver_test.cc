@@ -43,13 +43,17 @@ TEST_P(Driver, VmmProgramPasses) {
   Daemon d;
   Env env = d.client_env();
   env["RGPU_TRANSPORT"] = GetParam();
-  env["DRIVER_VMM_BAD_HANDLES"] = "1";  // rgpu refuses handles that are none (NVIDIA's crashes)
-  env["DRIVER_VMM_RESET"] = "1";        // and releases everything at a device reset
+  env["DRIVER_VMM_BAD_HANDLES"] = "1";     // rgpu refuses handles that are none (NVIDIA's crashes)
+  env["DRIVER_VMM_RESET"] = "1";           // and releases everything at a device reset
+  env["DRIVER_VMM_FABRIC_REFUSED"] = "1";  // a fabric handle type is refused by name
   Result r = run({cuda_program("driver_vmm")}, env, 60);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("driver_vmm: passed"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.err.find("not supported by rgpu"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CU_MEM_HANDLE_TYPE_FABRIC is not supported through rgpu"),
+            std::string::npos)
+      << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Driver, ::testing::Values("tcp", "shm"));

@@ -1,6 +1,7 @@
 // Stream-ordered allocation and mapped page-locked memory through rgpud's host backend, over TCP
 // and shared memory (tests/cuda/pools.cu).
 #include <gtest/gtest.h>
+#include <sys/personality.h>
 
 #include <cstdlib>
 #include <sstream>
@@ -69,6 +70,28 @@ TEST(StreamOrderedAllocation, EachVirtualDeviceAllocatesInItsOwnWindow) {
 
 TEST(MappedHostMemory, KernelsUseItOverSharedMemory) {
   expect_passed(run_pools("shm", "mapped"), "mapped");
+}
+
+// Without address randomization rgpud's session and the program have the same layout, so the
+// program's segment address is taken in the session (as a real machine's driver mappings can
+// take it): the segment moves to an address free in both, and kernels use it all the same.
+TEST(MappedHostMemory, MovesWhereTheSessionHasTheAddressTaken) {
+  const int old = personality(0xffffffff);
+  ASSERT_NE(old, -1);
+  ASSERT_NE(personality(static_cast<unsigned long>(old) | ADDR_NO_RANDOMIZE), -1);
+  Result r;
+  {
+    Daemon d;  // both inherit the personality
+    Env env = d.client_env();
+    env["RGPU_TRANSPORT"] = "shm";
+    env["RGPU_LOG"] = "info";
+    r = run({cuda_program("pools"), "mapped"}, env, 60);
+    EXPECT_TRUE(d.alive());
+  }
+  personality(static_cast<unsigned long>(old));
+  expect_passed(r, "mapped");
+  EXPECT_NE(r.err.find("mapped page-locked memory: moved to"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("managed memory stands in"), std::string::npos) << r.err;
 }
 
 // Over a network a GPU cannot reach the client's memory: cudaHostAlloc(cudaHostAllocMapped) gets
