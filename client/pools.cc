@@ -342,10 +342,11 @@ CudaError Client::map_shared_segment(ServerLink* l, int dev, uint64_t key, void*
     }
     if (e != err::NotSupported) break;  // not an address clash (see rgpud's log)
   }
-  LOG_WARN(
-      "mapped page-locked memory: the session could not map the segment for its GPU at any "
-      "address tried (error %d)",
-      e);
+  if (first_time("shared segment not mapped"))
+    LOG_WARN(
+        "mapped page-locked memory: the session could not map the segment for its GPU at any "
+        "address tried (error %d); kernels cannot use such memory (said once)",
+        e);
   return err::Success;  // the caller decides: a stand-in for cudaHostAllocMapped, or copies only
 }
 
