@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -173,6 +174,53 @@ CUresult tools_context_id(CUcontext ctx, unsigned long long* id) {
   return cuCtxGetId(ctx, id);
 }
 
+// ---- TOOLS_CONTEXT slots 51 and 39 (cuBLAS's per-stream workspace pool, used when no
+// cublasSetWorkspace was given; a failure there is CUBLAS_STATUS_INTERNAL_ERROR): slot 51
+// turns a public stream into a "tools handle" (ctx, stream, per-thread flag), slot 39 answers
+// that handle's unique stream number, as cuStreamGetId.  A tools handle is an interned record
+// that lives for the process (one per distinct (context, stream, per-thread) seen).
+struct ToolsStream {
+  CUcontext ctx;
+  CUstream stream;
+  bool per_thread;
+};
+std::mutex tools_stream_mu;
+std::map<std::tuple<CUcontext, CUstream, bool>, ToolsStream*>& tools_streams() {
+  static auto* m = new std::map<std::tuple<CUcontext, CUstream, bool>, ToolsStream*>;
+  return *m;
+}
+
+CUresult tools_stream_handle(CUcontext ctx, CUstream stream, ToolsStream** out,
+                             unsigned char per_thread) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext c = resolve(ctx);
+  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  const bool pt = per_thread != 0 || stream == CU_STREAM_PER_THREAD;
+  if (pt && stream == nullptr) stream = CU_STREAM_PER_THREAD;
+  std::lock_guard<std::mutex> lock(tools_stream_mu);
+  ToolsStream*& e = tools_streams()[{c, stream, pt}];
+  if (e == nullptr) e = new ToolsStream{c, stream, pt};
+  *out = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult tools_stream_id(CUcontext ctx, ToolsStream* ts, unsigned long long* id) {
+  if (ts == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext want = ctx != nullptr ? ctx : ts->ctx;
+  CUcontext cur = nullptr;
+  cuCtxGetCurrent(&cur);
+  const bool push = want != cur;
+  if (push) {
+    if (CUresult r = cuCtxPushCurrent(want); r != CUDA_SUCCESS) return r;
+  }
+  CUresult r = cuStreamGetId(ts->stream, id);  // CU_STREAM_PER_THREAD: the calling thread's
+  if (push) {
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+  return r;
+}
+
 // ---- TOOLS_MODULE (cuFFT): slot 7 calls `fn(data, function)` for each function of a module and
 // answers how many there were (cuFFT asks modules of one kernel and expects 1; an error is 0).
 using EachFunction = void (*)(void* data, CUfunction f);
@@ -223,6 +271,8 @@ auto integrity = [] {
 auto tools_context = [] {
   auto t = make_table<9, 95>();
   t.slot[4] = reinterpret_cast<const void*>(&tools_context_id);
+  t.slot[39] = reinterpret_cast<const void*>(&tools_stream_id);
+  t.slot[51] = reinterpret_cast<const void*>(&tools_stream_handle);
   return t;
 }();
 auto tools_module = [] {

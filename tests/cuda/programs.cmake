@@ -113,6 +113,16 @@ add_custom_command(OUTPUT ${RGPU_CUDA_BIN}/sync_call
   COMMENT "nvcc sync_call.cu (runtime and driver API)"
   VERBATIM)
 list(APPEND RGPU_CUDA_OUTPUTS ${RGPU_CUDA_BIN}/sync_call)
+# export_slots: private export-table slots NVIDIA's libraries call, through cuGetExportTable.
+add_custom_command(OUTPUT ${RGPU_CUDA_BIN}/export_slots
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${RGPU_CUDA_BIN}
+  COMMAND ${RGPU_NVCC} -cudart none -std=c++17 -O2
+          -o ${RGPU_CUDA_BIN}/export_slots ${CMAKE_CURRENT_SOURCE_DIR}/export_slots.cpp
+          -L${RGPU_CUDA_ROOT}/lib64/stubs -lcuda
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/export_slots.cpp
+  COMMENT "nvcc export_slots.cpp (private export-table slots, -lcuda)"
+  VERBATIM)
+list(APPEND RGPU_CUDA_OUTPUTS ${RGPU_CUDA_BIN}/export_slots)
 # driver_vmm: virtual memory management through the driver API, built like driver_api.
 add_custom_command(OUTPUT ${RGPU_CUDA_BIN}/driver_vmm
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RGPU_CUDA_BIN}

@@ -38,6 +38,18 @@ TEST_P(Driver, NvrtcAndNvJitLinkModulesRun) {
   EXPECT_NE(r.out.find("nvrtc_jit: passed"), std::string::npos) << r.out << r.err;
 }
 
+// Private export-table slots NVIDIA's libraries call (tests/cuda/export_slots.cpp): TOOLS_CONTEXT
+// slots 51 and 39 give a stream's handle and its number, equal to cuStreamGetId.
+TEST_P(Driver, ExportTableSlotsServed) {
+  Daemon d;
+  Env env = d.client_env();
+  env["RGPU_TRANSPORT"] = GetParam();
+  Result r = run({cuda_program("export_slots")}, env, 60);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("export_slots: passed"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.err.find("rgpu does not provide it"), std::string::npos) << r.err;
+}
+
 // Virtual memory management (tests/cuda/driver_vmm.cpp): mappings back to back used as one range.
 TEST_P(Driver, VmmProgramPasses) {
   Daemon d;
