@@ -106,7 +106,7 @@ CudaError Client::unreachable_host_argument(const Function* f, const KernelInfo&
           "(%s at 0x%llx, %llu bytes) that this process's GPU cannot reach: it is %s; allocate "
           "it with cudaHostAllocMapped / cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP) (managed "
           "memory stands in over TCP), or use a server on this machine (RGPU_TRANSPORT=shm). "
-          "JAX/XLA: its autotuner's timer does this; XLA_FLAGS=--xla_gpu_autotune_level=0 avoids "
+          "JAX/XLA: its autotuner (redzone checker) does this; XLA_FLAGS=--xla_gpu_autotune_level=0 avoids "
           "it (docs/compatibility.md, \"Mapped page-locked memory\")",
           f->name.c_str(), p.offset, r->registered ? "cudaHostRegister" : "cudaHostAlloc",
           static_cast<unsigned long long>(r->base), static_cast<unsigned long long>(r->size),
